@@ -1,0 +1,175 @@
+"""The ``brrrbot`` command line.
+
+Every handler either succeeds or raises a ``UserError`` that ``main`` prints as
+one line with exit code 2 (1 where the issue is outside the user's input).
+Heavy imports (discord, torch) happen inside the handlers that need them, so
+``brrrbot quests check`` and ``brrrbot db ...`` start fast and never load torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from bot.config import Settings, load_settings
+from bot.errors import UserError
+
+Handler = Callable[[argparse.Namespace, Settings], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="brrrbot",
+        description="A Discord study-group bot with daily quests and sandboxed PyTorch grading.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help="run the Discord bot (and a local worker pool)",
+        description="Apply pending migrations, load the quest map and run the bot. "
+        "Starts WORKERS local grading workers beside it unless --no-workers is given.",
+    )
+    run.add_argument("--no-workers", action="store_true", help="do not start local workers")
+    run.set_defaults(handler=_cmd_run)
+
+    worker = commands.add_parser(
+        "worker",
+        help="run a pool of grading workers",
+        description="Claim grading jobs from the database and grade them in the sandbox.",
+    )
+    worker.add_argument("--check", action="store_true", help="print the isolation report and exit")
+    worker.add_argument(
+        "--insecure-sandbox",
+        action="store_true",
+        help="grade even when the minimum isolation cannot be had (development only)",
+    )
+    worker.add_argument("--count", type=int, help="number of worker processes (default: WORKERS)")
+    worker.set_defaults(handler=_cmd_worker)
+
+    grade = commands.add_parser(
+        "grade",
+        help="grade a file locally through the real sandbox",
+        description="Grade FILE for QUEST/TASK exactly as a worker would and print the verdict. "
+        "Exit code 0 passed, 1 failed, 2 bad input or internal error.",
+    )
+    grade.add_argument("file", nargs="?", type=Path, help="a .py or .ipynb file")
+    grade.add_argument("--task", metavar="QUEST/TASK", help="e.g. go-brrrr/matmul-three-ways")
+    grade.add_argument("--json", action="store_true", help="print one JSON object")
+    grade.add_argument("--list", action="store_true", help="list the gradable tasks")
+    grade.add_argument(
+        "--insecure-sandbox", action="store_true", help="grade without the minimum isolation"
+    )
+    grade.set_defaults(handler=_cmd_grade)
+
+    quests = commands.add_parser("quests", help="work with quest content")
+    quest_commands = quests.add_subparsers(dest="quests_command", required=True, metavar="ACTION")
+    check = quest_commands.add_parser(
+        "check",
+        help="validate quest YAML, the library and the map",
+        description="Validate every file and cross-reference; print each problem as "
+        "file:line: message. Exit 0 when clean, 1 otherwise.",
+    )
+    check.add_argument("dir", nargs="?", type=Path, help="content directory (default: QUESTS_DIR)")
+    check.set_defaults(handler=_cmd_quests_check)
+
+    db = commands.add_parser("db", help="database migrations")
+    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    upgrade = db_commands.add_parser(
+        "upgrade",
+        help="apply pending migrations",
+        description="Create the database if needed and migrate it to the newest schema.",
+    )
+    upgrade.set_defaults(handler=_cmd_db_upgrade)
+    current = db_commands.add_parser(
+        "current",
+        help="show the applied migration",
+        description="Print the applied revision and whether it is the newest.",
+    )
+    current.set_defaults(handler=_cmd_db_current)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+        logging.basicConfig(
+            level=settings.log_level,
+            format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+            stream=sys.stderr,
+        )
+        if settings.log_level != "DEBUG":
+            logging.getLogger("alembic").setLevel(logging.WARNING)
+        handler: Handler = args.handler
+        return handler(args, settings)
+    except UserError as exc:
+        print(f"brrrbot: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _cmd_quests_check(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.content import check_content
+
+    directory: Path = args.dir or settings.quests_dir
+    problems = check_content(directory)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) in {directory}", file=sys.stderr)
+        return 1
+    print(f"{directory}: content is valid")
+    return 0
+
+
+def _cmd_db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.db.setup import upgrade_database
+
+    revision = asyncio.run(upgrade_database(settings.database_url))
+    print(f"database is at revision {revision} (head)")
+    return 0
+
+
+def _cmd_db_current(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.db.setup import describe_revision
+
+    print(asyncio.run(describe_revision(settings.database_url)))
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.runner import run
+
+    return run(settings, local_workers=0 if args.no_workers else settings.workers)
+
+
+def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.grading import pool
+
+    if args.check:
+        return pool.check(settings)
+    count = settings.workers if args.count is None else args.count
+    return pool.run_pool(settings, max(count, 1), insecure=args.insecure_sandbox)
+
+
+def _cmd_grade(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.grading import local
+    from bot.startup import load_content_or_fail
+
+    content = load_content_or_fail(settings)
+    if args.list:
+        print(local.list_tasks(content))
+        return 0
+    if args.file is None or args.task is None:
+        raise UserError("usage: brrrbot grade FILE --task QUEST/TASK [--json] (or --list)")
+    verdict = local.grade_file(
+        settings, content, args.file, args.task, insecure=args.insecure_sandbox
+    )
+    print(local.render(verdict, as_json=args.json))
+    return local.EXIT_CODES[verdict.status]

@@ -1,0 +1,99 @@
+"""Typed settings from the environment and an optional ``.env`` file.
+
+Every setting has one environment variable (the table in the README lists
+them).  A missing or invalid setting becomes a ``ConfigError`` whose message
+names the variable and says how to fix it; the CLI prints it on one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.errors import ConfigError
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/brrrbot.sqlite3"
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+#: how to fix each setting, shown after a validation error
+FIX_HINTS: dict[str, str] = {
+    "DISCORD_TOKEN": "copy the bot token from the Discord developer portal "
+    "(Applications > your app > Bot > Reset Token) into .env as DISCORD_TOKEN=...",
+    "DATABASE_URL": f"use e.g. {DEFAULT_DATABASE_URL} or postgresql+asyncpg://user:pass@host/db",
+    "QUESTS_DIR": "point it at a directory holding library.yaml and map.yaml",
+    "LOG_LEVEL": "use one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
+    "WORKERS": "use a whole number from 0 (no local workers) to 64",
+    "MAX_PY_BYTES": "use a size in bytes between 1 KiB and 10 MiB, e.g. 262144",
+    "MAX_NOTEBOOK_BYTES": "use a size in bytes between 1 KiB and 10 MiB, e.g. 2097152",
+}
+
+
+class Settings(BaseSettings):
+    """All runtime configuration; field names map to upper-case variables."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        case_sensitive=False,
+        extra="ignore",
+    )
+
+    discord_token: SecretStr | None = None
+    database_url: str = DEFAULT_DATABASE_URL
+    quests_dir: Path = Path("quests")
+    log_level: LogLevel = "INFO"
+    workers: int = Field(default=1, ge=0, le=64)
+    max_py_bytes: int = Field(default=256 * 1024, ge=1024, le=10 * 1024 * 1024)
+    max_notebook_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=10 * 1024 * 1024)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("discord_token", mode="before")
+    @classmethod
+    def _blank_token_is_missing(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_driver(cls, value: str) -> str:
+        scheme = value.split("://", 1)[0] if "://" in value else ""
+        if scheme not in {"sqlite+aiosqlite", "postgresql+asyncpg"}:
+            raise ValueError(
+                f"unsupported database URL {value!r}: the scheme must be "
+                "sqlite+aiosqlite:// or postgresql+asyncpg://"
+            )
+        return value
+
+    def require_token(self) -> str:
+        """The token, or a ConfigError for commands that talk to Discord."""
+        if self.discord_token is None:
+            raise ConfigError(f"DISCORD_TOKEN is not set: {FIX_HINTS['DISCORD_TOKEN']}")
+        return self.discord_token.get_secret_value()
+
+
+def load_settings(env_file: str | Path | None = ".env") -> Settings:
+    """Read settings, turning pydantic's error tree into one readable line."""
+    try:
+        return Settings(_env_file=env_file)  # type: ignore[call-arg]
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        variable = str(error["loc"][0]).upper() if error["loc"] else "settings"
+        message = error["msg"].removeprefix("Value error, ")
+        got = error.get("input")
+        secret = variable == "DISCORD_TOKEN"
+        shown = f" (got {got!r})" if isinstance(got, str | int) and not secret else ""
+        hint = FIX_HINTS.get(variable, "")
+        parts.append(f"{variable}: {message}{shown}" + (f"; {hint}" if hint else ""))
+    return "invalid setting " + " | ".join(parts)

@@ -1,0 +1,1 @@
+"""Database access: models, engine and migrations (no discord, no torch)."""

@@ -1,0 +1,102 @@
+"""Engine construction: one place that knows how to open each supported database."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+
+from bot.errors import DatabaseError
+
+SQLITE_BUSY_TIMEOUT_MS = 15_000
+
+
+def parse_url(url: str) -> URL:
+    try:
+        return make_url(url)
+    except ArgumentError as exc:
+        raise DatabaseError(f"DATABASE_URL {url!r} cannot be parsed: {exc}") from None
+
+
+def sqlite_path(url: URL) -> Path | None:
+    """The file behind an SQLite URL, or None for memory databases and other backends."""
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database)
+
+
+def ensure_data_dir(url: URL) -> None:
+    """Create the SQLite file's directory, failing with one line if we cannot write there."""
+    path = sqlite_path(url)
+    if path is None:
+        return
+    directory = path.parent.resolve()
+    blocker = next((p for p in (directory, *directory.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise DatabaseError(
+            f"DATABASE_URL: cannot create the data directory {directory}: {blocker} is a file, "
+            "not a directory; choose another path"
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseError(
+            f"DATABASE_URL: cannot create the data directory {directory}: {exc.strerror}; "
+            "choose a writable location"
+        ) from None
+    if not os.access(directory, os.W_OK | os.X_OK) or (
+        path.exists() and not os.access(path, os.R_OK | os.W_OK)
+    ):
+        raise DatabaseError(
+            f"DATABASE_URL: {path} is not writable; fix its permissions or choose another path"
+        )
+
+
+def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
+    """An async engine; SQLite gets WAL, foreign keys and transactional DDL."""
+    parsed = parse_url(url)
+    ensure_data_dir(parsed)
+    try:
+        engine = create_async_engine(parsed, **kwargs)
+    except ImportError as exc:
+        raise DatabaseError(
+            f"DATABASE_URL needs the {exc.name} driver, which is not installed; "
+            "install it with: pip install 'brrrbot[postgres]'"
+        ) from None
+    if parsed.get_backend_name() == "sqlite":
+        _configure_sqlite(engine)
+    return engine
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    """Make pysqlite transactional and safe for several processes.
+
+    pysqlite's own transaction handling skips BEGIN before DDL, so a failed
+    migration would leave half a schema; we turn it off and emit BEGIN
+    IMMEDIATE ourselves, which also takes the write lock up front so two
+    writers wait for each other (busy_timeout) instead of deadlocking on a
+    lock upgrade.
+    """
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS:d}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[Any]:
+    return async_sessionmaker(engine, expire_on_commit=False)

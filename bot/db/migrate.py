@@ -1,0 +1,77 @@
+"""Apply and inspect migrations programmatically (CLI and bot start use this)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+import migrations
+from bot.errors import DatabaseError
+
+MIGRATIONS_DIR = Path(migrations.__file__).parent
+
+
+def alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "the migration chain is empty"
+    return head
+
+
+async def _run(engine: AsyncEngine, fn: Any, *args: Any) -> Any:
+    try:
+        async with engine.begin() as connection:
+            return await connection.run_sync(fn, *args)
+    except OperationalError as exc:
+        raise DatabaseError(f"cannot open the database {_safe_url(engine)}: {exc.orig}") from None
+    except OSError as exc:
+        raise DatabaseError(f"cannot open the database {_safe_url(engine)}: {exc}") from None
+    except SQLAlchemyError as exc:
+        raise DatabaseError(f"database {_safe_url(engine)}: {exc}") from None
+
+
+def _safe_url(engine: AsyncEngine) -> str:
+    return engine.url.render_as_string(hide_password=True)
+
+
+def _upgrade(connection: Connection, revision: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.upgrade(config, revision)
+
+
+def _downgrade(connection: Connection, revision: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.downgrade(config, revision)
+
+
+def _current(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
+    """Bring the schema to ``revision`` in one transaction (all or nothing)."""
+    await _run(engine, _upgrade, revision)
+
+
+async def downgrade(engine: AsyncEngine, revision: str) -> None:
+    await _run(engine, _downgrade, revision)
+
+
+async def current(engine: AsyncEngine) -> str | None:
+    """The applied revision, or None for an empty database."""
+    return await _run(engine, _current)

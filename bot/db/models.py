@@ -1,0 +1,211 @@
+"""SQLAlchemy 2.0 models: the single source of the schema the migrations build.
+
+Discord ids (snowflakes) are 64-bit, hence ``BigInteger``.  Every timestamp is
+a ``UTCDateTime``.  The XP ledger is append-only: rows are only ever inserted
+(the migration adds triggers that refuse UPDATE and DELETE), and totals are
+sums over it.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Date,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from bot.db.types import UTCDateTime, utcnow
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSON,
+        list[Any]: JSON,
+    }
+
+
+class CreatedAt:
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Guild(CreatedAt, Base):
+    """Per-server settings: where and when the quest posts, who moderates."""
+
+    __tablename__ = "guilds"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    quest_channel_id: Mapped[int | None] = mapped_column(BigInteger)
+    post_time: Mapped[str] = mapped_column(String(5), default="09:00")  # HH:MM, local time
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")  # IANA name
+    moderator_role_id: Mapped[int | None] = mapped_column(BigInteger)
+    weekly_post_day: Mapped[int] = mapped_column(SmallInteger, default=0)  # Monday = 0
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Member(CreatedAt, Base):
+    """A learner in one server (the same user in two servers is two members)."""
+
+    __tablename__ = "members"
+    __table_args__ = (UniqueConstraint("guild_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(BigInteger)
+    display_name: Mapped[str] = mapped_column(String(100), default="")
+
+
+class GuildQuest(CreatedAt, Base):
+    """A quest as this server knows it: a snapshot of its content and its hash.
+
+    Map quests are snapshotted when first published; quests added by
+    moderators live only here.  ``enabled`` lets a server drop a quest from
+    its map without losing history.
+    """
+
+    __tablename__ = "guild_quests"
+    __table_args__ = (UniqueConstraint("guild_id", "quest_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    quest_id: Mapped[str] = mapped_column(String(64))
+    origin: Mapped[str] = mapped_column(String(16))  # "map" | "added"
+    content: Mapped[dict[str, Any]]
+    version_hash: Mapped[str] = mapped_column(String(64))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    added_by_user_id: Mapped[int | None] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class QuestSchedule(CreatedAt, Base):
+    """A moderator's choice of quest for one local date, overriding the map order."""
+
+    __tablename__ = "quest_schedule"
+    __table_args__ = (UniqueConstraint("guild_id", "on_date"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    on_date: Mapped[date] = mapped_column(Date)
+    quest_id: Mapped[str] = mapped_column(String(64))
+    created_by_user_id: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class Submission(CreatedAt, Base):
+    """An uploaded file and its latest verdict; the bytes are kept for regrades."""
+
+    __tablename__ = "submissions"
+    __table_args__ = (Index(None, "member_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id", ondelete="CASCADE"))
+    task_ref: Mapped[str] = mapped_column(String(129))  # QUEST/TASK
+    quest_version: Mapped[str | None] = mapped_column(String(64))
+    filename: Mapped[str] = mapped_column(String(255))
+    file_kind: Mapped[str] = mapped_column(String(8))  # "py" | "ipynb"
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    sha256: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    score: Mapped[float | None] = mapped_column(Float)
+    verdict: Mapped[dict[str, Any] | None]
+    finished_at: Mapped[datetime | None]
+
+
+class GradingJob(CreatedAt, Base):
+    """The queue: one row per grading attempt series of a submission.
+
+    A worker claims a queued job by setting ``lease_owner`` and
+    ``lease_expires_at`` in one conditional UPDATE; a job whose lease expired
+    is claimable again until ``attempts`` reaches ``max_attempts``.
+    """
+
+    __tablename__ = "grading_jobs"
+    __table_args__ = (Index(None, "status", "available_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    requirements: Mapped[list[Any]] = mapped_column(default=list)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    lease_expires_at: Mapped[datetime | None]
+    available_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    result: Mapped[dict[str, Any] | None]
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class XpEntry(CreatedAt, Base):
+    """One append-only XP movement; ``idempotency_key`` makes awards happen once."""
+
+    __tablename__ = "xp_ledger"
+    __table_args__ = (Index(None, "guild_id", "created_at"), Index(None, "member_id"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id", ondelete="CASCADE"))
+    amount: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(16))  # task | quiz | self | streak | admin
+    reference: Mapped[str | None] = mapped_column(String(200))
+    idempotency_key: Mapped[str] = mapped_column(String(200), unique=True)
+
+
+class PostLog(CreatedAt, Base):
+    """Scheduled posts; the unique (guild, kind, period) key makes each happen once."""
+
+    __tablename__ = "post_log"
+    __table_args__ = (UniqueConstraint("guild_id", "kind", "period"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(32))  # "daily_quest" | "weekly_leaderboard"
+    period: Mapped[str] = mapped_column(String(32))  # "2026-11-29" | "2026-W48"
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    channel_id: Mapped[int | None] = mapped_column(BigInteger)
+    message_id: Mapped[int | None] = mapped_column(BigInteger)
+    details: Mapped[dict[str, Any] | None]
+    posted_at: Mapped[datetime | None]
+
+
+class AuditEntry(CreatedAt, Base):
+    """A moderator action: who did what to whom, with the arguments."""
+
+    __tablename__ = "audit_log"
+    __table_args__ = (Index(None, "guild_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    actor_user_id: Mapped[int] = mapped_column(BigInteger)
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str | None] = mapped_column(String(200))
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)

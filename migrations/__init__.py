@@ -1,0 +1,1 @@
+"""Alembic migration chain; applied by ``brrrbot db upgrade`` and at bot start."""

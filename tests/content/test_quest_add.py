@@ -1,0 +1,98 @@
+"""check_quest_text: one quest file validated against loaded content, as /admin quest-add does."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.content import Content, check_quest_text, load_content
+from tests.content.fixture_dir import FIRST_QUEST, SECOND_QUEST, ContentDir
+
+
+@pytest.fixture
+def content(content_dir: ContentDir) -> Content:
+    return load_content(content_dir.path)
+
+
+def report(text: str, content: Content) -> list[str]:
+    quest, problems = check_quest_text(text, "upload.yaml", content)
+    assert (quest is None) == bool(problems)
+    return [str(p) for p in problems]
+
+
+def test_valid_new_quest(content: Content) -> None:
+    quest, problems = check_quest_text(SECOND_QUEST, "second.yaml", content)
+    assert problems == []
+    assert quest is not None and quest.id == "second"
+    assert "second" not in content.quests_by_id  # the caller decides what to do with it
+
+
+def test_replacing_an_existing_quest_is_allowed(content: Content) -> None:
+    quest, problems = check_quest_text(FIRST_QUEST.replace("Hello.", "Hi."), "f.yaml", content)
+    assert problems == []
+    assert quest is not None and quest.id in content.quests_by_id
+    assert quest.summary == "Hi."
+
+
+def test_schema_problem_uses_the_given_filename(content: Content) -> None:
+    assert report(SECOND_QUEST.replace("xp: 1", "xp: 0"), content) == [
+        "upload.yaml:10: `tasks[0].xp` should be greater than 0 (got 0) "
+        "(fix: XP is a whole number above 0, e.g. xp: 20)"
+    ]
+
+
+def test_yaml_syntax_error(content: Content) -> None:
+    assert report("id: second\n  title: x\n", content) == [
+        "upload.yaml:2:8: mapping values are not allowed here "
+        "(fix: check indentation, colons and quoting at this spot)"
+    ]
+
+
+def test_phase_must_exist(content: Content) -> None:
+    assert report(SECOND_QUEST.replace("phase: basics", "phase: later"), content) == [
+        "upload.yaml:3: unknown phase `later` (fix: use a phase id from map.yaml: basics)"
+    ]
+
+
+def test_references_must_resolve(content: Content) -> None:
+    text = SECOND_QUEST.replace(
+        "readings: []\n", "prerequisite: zeroth\nreadings:\n  - ref: nope\n    note: n\n"
+    )
+    assert report(text, content) == [
+        "upload.yaml:5: unknown prerequisite quest `zeroth` "
+        "(fix: fix the id, or write a quest with that id)",
+        "upload.yaml:7: unknown reading `nope` (fix: fix the id, or add `nope` to library.yaml)",
+    ]
+
+
+def test_prerequisite_on_an_existing_quest(content: Content) -> None:
+    text = SECOND_QUEST.replace("readings: []\n", "prerequisite: first\nreadings: []\n")
+    assert report(text, content) == []
+
+
+def test_replacement_cannot_close_a_prerequisite_loop(content_dir: ContentDir) -> None:
+    content_dir.add_second_quest(
+        SECOND_QUEST.replace("readings: []\n", "prerequisite: first\nreadings: []\n")
+    )
+    content = load_content(content_dir.path)
+    first_needs_second = FIRST_QUEST.replace(
+        "phase: basics\n", "phase: basics\nprerequisite: second\n"
+    )
+    assert report(first_needs_second, content) == [
+        "upload.yaml:4: prerequisite cycle: first -> second -> first "
+        "(fix: remove one `prerequisite` so the on-ramps form a chain)"
+    ]
+
+
+def test_mentions_are_refused(content: Content) -> None:
+    assert report(SECOND_QUEST.replace("prompt: Read.", "prompt: Read it @everyone"), content) == [
+        "upload.yaml:11: `tasks[0].prompt` would ping: it contains @everyone "
+        "(fix: remove the mention; the bot never pings)"
+    ]
+
+
+def test_unknown_grader(content: Content) -> None:
+    text = FIRST_QUEST.replace("grader: matmul_three_ways", "grader: matmul_threeways")
+    assert report(text, content) == [
+        "upload.yaml:14: unknown grader `matmul_threeways` "
+        "(fix: did you mean `matmul_three_ways`? otherwise register the grader in graders/)"
+    ]

@@ -1,0 +1,161 @@
+"""The job queue: one winner per job, leases that expire, attempts that run out."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from datetime import timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.db.engine import make_sessionmaker
+from bot.db.models import GradingJob, Guild, Member, Submission
+from bot.db.types import utcnow
+from bot.grading import queue
+from tests.support import REPO
+
+
+async def _submit(engine: AsyncEngine, count: int, requirements: tuple[str, ...] = ()) -> list[int]:
+    sessions = make_sessionmaker(engine)
+    ids = []
+    async with sessions() as session, session.begin():
+        if await session.get(Guild, 1) is None:
+            session.add(Guild(id=1))
+            session.add(Member(id=1, guild_id=1, user_id=10))
+            await session.flush()
+        for _ in range(count):
+            submission = Submission(
+                guild_id=1,
+                member_id=1,
+                task_ref="go-brrrr/matmul-three-ways",
+                filename="s.py",
+                file_kind="py",
+                content=b"pass\n",
+                size_bytes=5,
+                sha256="0" * 64,
+            )
+            session.add(submission)
+            await session.flush()
+            ids.append((await queue.enqueue(session, submission.id, requirements)).id)
+    return ids
+
+
+async def test_claim_complete_and_position(engine: AsyncEngine) -> None:
+    sessions = make_sessionmaker(engine)
+    first, second = await _submit(engine, 2)
+    async with sessions() as session:
+        assert await queue.position(session, second) == 2
+    job = await queue.claim(sessions, "w1")
+    assert job is not None and job.job_id == first and job.attempt == 1
+    async with sessions() as session:
+        assert await queue.position(session, second) == 2  # the running one is still ahead
+        assert (await session.get(Submission, job.submission_id)).status == "grading"
+    verdict = {"status": "passed", "score": 1.0, "checks": [], "feedback": "ok"}
+    assert await queue.complete(sessions, job, verdict)
+    async with sessions() as session:
+        stored = await session.get(Submission, job.submission_id)
+        assert stored.status == "passed" and stored.verdict == verdict
+        assert stored.finished_at is not None
+        assert await queue.position(session, second) == 1
+
+
+async def test_requirements_route_jobs(engine: AsyncEngine) -> None:
+    sessions = make_sessionmaker(engine)
+    (cuda_job,) = await _submit(engine, 1, ("cuda",))
+    (cpu_job,) = await _submit(engine, 1)
+    taken = await queue.claim(sessions, "cpu-worker", capabilities=())
+    assert taken is not None and taken.job_id == cpu_job
+    assert await queue.claim(sessions, "cpu-worker", capabilities=()) is None
+    cuda = await queue.claim(sessions, "gpu-worker", capabilities=("cuda",))
+    assert cuda is not None and cuda.job_id == cuda_job
+
+
+async def _expire(engine: AsyncEngine, job_id: int) -> None:
+    async with make_sessionmaker(engine)() as session, session.begin():
+        await session.execute(
+            update(GradingJob)
+            .where(GradingJob.id == job_id)
+            .values(lease_expires_at=utcnow() - timedelta(seconds=1))
+        )
+
+
+async def test_expired_lease_is_reclaimed_and_fences_the_old_owner(engine: AsyncEngine) -> None:
+    sessions = make_sessionmaker(engine)
+    (job_id,) = await _submit(engine, 1)
+    dead = await queue.claim(sessions, "dies")
+    assert dead is not None
+    assert await queue.claim(sessions, "other") is None  # lease still held
+    await _expire(engine, job_id)
+    again = await queue.claim(sessions, "other")
+    assert again is not None and again.job_id == job_id and again.attempt == 2
+    assert not await queue.renew(sessions, dead)
+    stale = {"status": "failed", "score": 0.0, "checks": [], "feedback": "stale"}
+    assert not await queue.complete(sessions, dead, stale)
+    assert await queue.renew(sessions, again)
+    assert await queue.complete(sessions, again, {"status": "passed", "score": 1.0})
+    async with sessions() as session:
+        assert (await session.get(Submission, again.submission_id)).status == "passed"
+
+
+async def test_attempts_run_out_as_internal_error(engine: AsyncEngine) -> None:
+    sessions = make_sessionmaker(engine)
+    (job_id,) = await _submit(engine, 1)
+    for attempt in (1, 2, 3):
+        job = await queue.claim(sessions, f"w{attempt}")
+        assert job is not None and job.attempt == attempt
+        await _expire(engine, job_id)
+    assert await queue.claim(sessions, "w4") is None
+    async with sessions() as session:
+        job_row = await session.get(GradingJob, job_id)
+        submission = await session.get(Submission, job_row.submission_id)
+    assert job_row.status == "dead" and "3 times" in job_row.error
+    assert submission.status == "error"
+    assert submission.verdict["internal"] is True
+    assert "not your fault" in submission.verdict["feedback"]
+
+
+CLAIMER = """
+import asyncio, sys
+from bot.db.engine import make_engine, make_sessionmaker
+from bot.grading import queue
+
+async def main(url, name):
+    engine = make_engine(url)
+    sessions = make_sessionmaker(engine)
+    got = []
+    while (job := await queue.claim(sessions, name)) is not None:
+        got.append(job.job_id)
+        await queue.complete(sessions, job, {"status": "passed", "score": 1.0})
+    await engine.dispose()
+    print(" ".join(map(str, got)))
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+async def test_one_winner_per_job_across_processes(engine: AsyncEngine, sqlite_url: str) -> None:
+    job_ids = await _submit(engine, 120)
+    processes = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            CLAIMER,
+            sqlite_url,
+            f"p{i}",
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(4)
+    ]
+    claimed: list[int] = []
+    for process in processes:
+        out, err = await process.communicate()
+        assert process.returncode == 0, err.decode()
+        claimed += [int(x) for x in out.split()]
+    assert sorted(claimed) == sorted(job_ids)  # every job once, none twice
+    async with make_sessionmaker(engine)() as session:
+        attempts = (await session.execute(select(GradingJob.attempts))).scalars().all()
+    assert set(attempts) == {1}

@@ -1,0 +1,165 @@
+"""The command line as a user meets it: help, exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support import REPO, SEED_QUESTS, run_cli
+
+COMMANDS = [
+    [],
+    ["run"],
+    ["worker"],
+    ["grade"],
+    ["quests"],
+    ["quests", "check"],
+    ["db"],
+    ["db", "upgrade"],
+    ["db", "current"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "brrrbot")
+def test_help_on_each_command(command: list[str], tmp_path: Path) -> None:
+    result = run_cli(*command, "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: brrrbot")
+
+
+def test_console_script_is_python_dash_m_bot() -> None:
+    script = shutil.which("brrrbot", path=str(Path(__import__("sys").executable).parent))
+    assert script is not None, "the brrrbot console script is not installed"
+    result = subprocess.run([script, "--help"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0
+    assert result.stdout == run_cli("--help", cwd=REPO).stdout
+
+
+def _assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("brrrbot: error: ")
+    assert "Traceback" not in result.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def test_db_upgrade_creates_and_migrates_the_default_sqlite(tmp_path: Path) -> None:
+    assert "no schema yet" in run_cli("db", "current", cwd=tmp_path).stdout
+    result = run_cli("db", "upgrade", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    database = tmp_path / "data" / "brrrbot.sqlite3"
+    with sqlite3.connect(database) as connection:
+        (revision,) = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+    assert revision in result.stdout
+    current = run_cli("db", "current", cwd=tmp_path)
+    assert current.stdout.strip() == f"{revision} (head)"
+
+
+def test_database_url_from_dotenv(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("DATABASE_URL=sqlite+aiosqlite:///./elsewhere/x.db\n")
+    assert run_cli("db", "upgrade", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "elsewhere" / "x.db").is_file()
+
+
+def test_unwritable_data_directory(tmp_path: Path) -> None:
+    (tmp_path / "blocker").write_text("a file where a directory should be")
+    url = f"sqlite+aiosqlite:///{tmp_path}/blocker/data/x.db"
+    result = run_cli("db", "upgrade", cwd=tmp_path, env={"DATABASE_URL": url})
+    _assert_one_line_error(result, "DATABASE_URL", "not a directory")
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("mysql://localhost/db", ["DATABASE_URL", "sqlite+aiosqlite://"]),
+        ("not a url", ["DATABASE_URL"]),
+        ("postgresql+asyncpg://u:hunter2@127.0.0.1:9/db", ["cannot open the database"]),
+    ],
+)
+def test_unopenable_database_url(url: str, words: list[str], tmp_path: Path) -> None:
+    result = run_cli("db", "upgrade", cwd=tmp_path, env={"DATABASE_URL": url})
+    if result.returncode == 2 and "asyncpg driver" in result.stderr:
+        words = ["asyncpg"]  # the postgres extra is not installed: also one clear line
+    _assert_one_line_error(result, *words)
+    assert "hunter2" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "variable"),
+    [
+        ({"WORKERS": "many"}, "WORKERS"),
+        ({"WORKERS": "-1"}, "WORKERS"),
+        ({"LOG_LEVEL": "chatty"}, "LOG_LEVEL"),
+        ({"MAX_PY_BYTES": "12"}, "MAX_PY_BYTES"),
+    ],
+)
+def test_invalid_setting_names_the_variable(env: dict[str, str], variable: str, tmp_path: Path):
+    _assert_one_line_error(run_cli("db", "current", cwd=tmp_path, env=env), variable)
+
+
+def test_invalid_setting_in_dotenv(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("WORKERS=lots\n")
+    _assert_one_line_error(run_cli("quests", "check", str(SEED_QUESTS), cwd=tmp_path), "WORKERS")
+
+
+def test_run_without_token(tmp_path: Path) -> None:
+    result = run_cli("run", cwd=tmp_path, env={"QUESTS_DIR": str(SEED_QUESTS)})
+    _assert_one_line_error(result, "DISCORD_TOKEN", "developer portal")
+
+
+def test_run_with_broken_content_lists_each_problem(tmp_path: Path) -> None:
+    quests = tmp_path / "quests"
+    shutil.copytree(SEED_QUESTS, quests)
+    (quests / "map.yaml").write_text("phases: [\n")
+    result = run_cli("run", cwd=tmp_path, env={"DISCORD_TOKEN": "x"})
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "map.yaml:" in result.stderr
+    assert not (tmp_path / "data").exists(), "nothing is created before the input is valid"
+
+
+def test_run_migrates_then_reports_unreachable_discord(tmp_path: Path) -> None:
+    # No network here: the bot gets as far as logging in, after migrating the database.
+    env = {"DISCORD_TOKEN": "not-a-real-token", "QUESTS_DIR": str(SEED_QUESTS)}
+    result = run_cli("run", "--no-workers", cwd=tmp_path, env=env, timeout=120)
+    assert "Traceback" not in result.stderr
+    assert result.returncode in (1, 2), result.stderr
+    assert "Discord" in result.stderr.strip().splitlines()[-1]
+    with sqlite3.connect(tmp_path / "data" / "brrrbot.sqlite3") as connection:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchone()
+
+
+def test_quests_check_seed_is_clean(tmp_path: Path) -> None:
+    result = run_cli("quests", "check", str(SEED_QUESTS), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_quests_check_reports_file_line_and_exit_1(tmp_path: Path) -> None:
+    quests = tmp_path / "quests"
+    shutil.copytree(SEED_QUESTS, quests)
+    quest = quests / "go-brrrr.yaml"
+    text = quest.read_text()
+    assert "xp: 60" in text
+    quest.write_text(text.replace("xp: 60", "xp: 0", 1))
+    line = text[: text.index("xp: 60")].count("\n") + 1
+    result = run_cli("quests", "check", cwd=tmp_path)  # QUESTS_DIR default: ./quests
+    assert result.returncode == 1
+    assert f"go-brrrr.yaml:{line}: " in result.stdout
+    assert "xp" in result.stdout
+
+
+def test_cli_startup_imports_neither_torch_nor_discord() -> None:
+    code = (
+        "import sys, bot.cli, bot.config, bot.db.setup, bot.content; "
+        "bad = {'torch', 'discord'} & set(sys.modules); assert not bad, bad"
+    )
+    result = subprocess.run(
+        [__import__("sys").executable, "-c", code], capture_output=True, text=True, cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr
