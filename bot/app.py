@@ -1,8 +1,8 @@
-"""The Discord client: intents, mention safety and extension loading.
+"""The Discord client: intents, mention safety, extensions and command sync.
 
-Feature areas live in extensions under ``bot/exts``; this class only wires
-them to the shared services.  It asks for no privileged intents: slash
-commands and attachments need none.
+Feature areas live in extensions under ``bot/exts`` (one cog each); this
+class only wires them to the shared services.  It asks for no privileged
+intents: slash commands and attachments need none.
 """
 
 from __future__ import annotations
@@ -17,7 +17,14 @@ from bot.services import Services
 log = logging.getLogger(__name__)
 
 #: extensions loaded at start, one per feature area
-EXTENSIONS: tuple[str, ...] = ()
+EXTENSIONS: tuple[str, ...] = (
+    "bot.exts.quests",
+    "bot.exts.submissions",
+    "bot.exts.answers",
+    "bot.exts.progress",
+    "bot.exts.schedule",
+    "bot.exts.admin",
+)
 
 
 class BrrrBot(commands.Bot):
@@ -34,9 +41,15 @@ class BrrrBot(commands.Bot):
         self.services = services
 
     async def setup_hook(self) -> None:
+        from bot.exts.errors import on_app_command_error
+
+        self.tree.on_error = on_app_command_error
         for extension in EXTENSIONS:
             await self.load_extension(extension)
+        # A bulk overwrite with unchanged commands costs nothing against Discord's
+        # daily creation limit, so syncing at every start keeps them current.
+        synced = await self.tree.sync()
+        log.info("synced %d application commands", len(synced))
 
     async def on_ready(self) -> None:
-        user = self.user
-        log.info("connected as %s in %d server(s)", user, len(self.guilds))
+        log.info("connected as %s in %d server(s)", self.user, len(self.guilds))

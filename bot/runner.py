@@ -39,7 +39,13 @@ async def _serve(settings: Settings, content: Content, token: str, local_workers
     try:
         await migrate.upgrade(engine)
         log.info("database at revision %s", await migrate.current(engine))
-        services = Services(settings, content, engine, make_sessionmaker(engine))
+        services = Services(
+            settings,
+            content,
+            engine,
+            make_sessionmaker(engine),
+            make_sessionmaker(engine, read_only=True),
+        )
         bot = BrrrBot(services)
         try:
             async with local_worker_pool(local_workers), bot:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.config import Settings
 from bot.content import Content
+from bot.curriculum.guild_map import GuildMap, load_guild_map
+from bot.db.models import Guild
 
 
 @dataclass
@@ -16,4 +18,35 @@ class Services:
     settings: Settings
     content: Content
     engine: AsyncEngine
-    sessions: async_sessionmaker[Any]
+    sessions: async_sessionmaker[AsyncSession]  # for writes: take SQLite's write lock at BEGIN
+    reads: async_sessionmaker[AsyncSession]  # for reads: a snapshot, never waits for writers
+    _maps: dict[int, GuildMap] = field(default_factory=dict)
+
+    async def guild_map(self, guild_id: int) -> GuildMap:
+        """The server's map; cached until a moderator changes it (``forget_map``)."""
+        cached = self._maps.get(guild_id)
+        if cached is None:
+            async with self.reads() as session:
+                cached = await load_guild_map(session, self.content, guild_id)
+            self._maps[guild_id] = cached
+        return cached
+
+    def forget_map(self, guild_id: int) -> None:
+        self._maps.pop(guild_id, None)
+
+    async def guild(self, guild_id: int) -> Guild | None:
+        async with self.reads() as session:
+            return await session.get(Guild, guild_id)
+
+    async def task_xp(self, guild_id: int, task_ref: str) -> int | None:
+        try:
+            _, task = (await self.guild_map(guild_id)).find_task(task_ref)
+        except KeyError:
+            return None
+        return task.xp
+
+    def upload_limits(self) -> dict[str, Any]:
+        return {
+            "max_py_bytes": self.settings.max_py_bytes,
+            "max_ipynb_bytes": self.settings.max_notebook_bytes,
+        }

@@ -14,6 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 from bot.errors import DatabaseError
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
+READ_ONLY_OPTION = "brrrbot_read_only"
+BEGIN_WRITE = "BEGIN IMMEDIATE"
+BEGIN_READ = "BEGIN DEFERRED"
 
 
 def parse_url(url: str) -> URL:
@@ -80,7 +83,8 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     migration would leave half a schema; we turn it off and emit BEGIN
     IMMEDIATE ourselves, which also takes the write lock up front so two
     writers wait for each other (busy_timeout) instead of deadlocking on a
-    lock upgrade.
+    lock upgrade.  Sessions made with ``read_only=True`` begin DEFERRED: in
+    WAL mode they read a snapshot without waiting for, or blocking, writers.
     """
 
     @event.listens_for(engine.sync_engine, "connect")
@@ -95,8 +99,11 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        read_only = connection.get_execution_options().get(READ_ONLY_OPTION, False)
+        connection.exec_driver_sql(BEGIN_READ if read_only else BEGIN_WRITE)
 
 
-def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[Any]:
-    return async_sessionmaker(engine, expire_on_commit=False)
+def make_sessionmaker(engine: AsyncEngine, *, read_only: bool = False) -> async_sessionmaker[Any]:
+    """Sessions for writing (the default) or for reading only (no write lock on SQLite)."""
+    bind = engine.execution_options(**{READ_ONLY_OPTION: True}) if read_only else engine
+    return async_sessionmaker(bind, expire_on_commit=False)

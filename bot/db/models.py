@@ -64,6 +64,7 @@ class Guild(CreatedAt, Base):
     timezone: Mapped[str] = mapped_column(String(64), default="UTC")  # IANA name
     moderator_role_id: Mapped[int | None] = mapped_column(BigInteger)
     weekly_post_day: Mapped[int] = mapped_column(SmallInteger, default=0)  # Monday = 0
+    schedule_start: Mapped[date | None] = mapped_column(Date)  # local day 0 of the map walk
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
@@ -134,6 +135,15 @@ class Submission(CreatedAt, Base):
     score: Mapped[float | None] = mapped_column(Float)
     verdict: Mapped[dict[str, Any] | None]
     finished_at: Mapped[datetime | None]
+    # Where the verdict goes: the interaction (token) while it lives, else DM, else channel.
+    reply_token: Mapped[str | None] = mapped_column(String(255))
+    reply_expires_at: Mapped[datetime | None]
+    reply_channel_id: Mapped[int | None] = mapped_column(BigInteger)
+    # After the verdict: XP paid for it (kept so a restart re-sends the same message) and delivery.
+    settled_at: Mapped[datetime | None]
+    award: Mapped[dict[str, Any] | None]
+    delivered_at: Mapped[datetime | None]
+    delivered_via: Mapped[str | None] = mapped_column(String(16))  # edit | dm | channel
 
 
 class GradingJob(CreatedAt, Base):
@@ -209,3 +219,57 @@ class AuditEntry(CreatedAt, Base):
     action: Mapped[str] = mapped_column(String(64))
     target: Mapped[str | None] = mapped_column(String(200))
     details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+class MemberXp(Base):
+    """Derived XP sums per member and period, kept so leaderboards never sum the ledger.
+
+    One row per member for ``("all", "all")`` and for each local week (``"week"``,
+    ``"2026-W48"``) and month (``"month"``, ``"2026-11"``) they earned in.  Rows are updated in
+    the same transaction as each ledger insert and can be rebuilt from the ledger, which stays
+    the source of truth.  ``reached_at`` is when the row's ``xp`` was reached: it breaks ties in
+    favour of whoever got there first.
+    """
+
+    __tablename__ = "member_xp"
+
+    member_id: Mapped[int] = mapped_column(
+        ForeignKey("members.id", ondelete="CASCADE"), primary_key=True
+    )
+    period_kind: Mapped[str] = mapped_column(String(8), primary_key=True)  # all | week | month
+    period_key: Mapped[str] = mapped_column(String(16), primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    xp: Mapped[int] = mapped_column(Integer)
+    reached_at: Mapped[datetime]
+
+
+# A leaderboard page and a rank are one range scan of this index, in leaderboard order.
+Index(
+    "ix_member_xp_leaderboard",
+    MemberXp.guild_id,
+    MemberXp.period_kind,
+    MemberXp.period_key,
+    MemberXp.xp.desc(),
+    MemberXp.reached_at,
+    MemberXp.member_id,
+)
+
+
+class MemberXpCount(Base):
+    """How many members of a leaderboard sit at each XP value (only values above 0).
+
+    Derived from ``member_xp`` in the same transaction, so a rank or a board's size is a sum over
+    the distinct XP values ahead, not a count over every member ahead.  Without a rowid, SQLite
+    stores the rows in primary-key order, so those sums read one contiguous range.
+    """
+
+    __tablename__ = "member_xp_counts"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    guild_id: Mapped[int] = mapped_column(
+        ForeignKey("guilds.id", ondelete="CASCADE"), primary_key=True
+    )
+    period_kind: Mapped[str] = mapped_column(String(8), primary_key=True)
+    period_key: Mapped[str] = mapped_column(String(16), primary_key=True)
+    xp: Mapped[int] = mapped_column(Integer, primary_key=True)
+    members: Mapped[int] = mapped_column(Integer)

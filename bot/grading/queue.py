@@ -59,6 +59,13 @@ async def enqueue(
     return job
 
 
+async def has_claimable(sessions: async_sessionmaker[AsyncSession]) -> bool:
+    """A cheap read (no write lock) that lets idle workers poll often."""
+    async with sessions() as session:
+        found = await session.scalar(select(GradingJob.id).where(_claimable(utcnow())).limit(1))
+    return found is not None
+
+
 async def claim(
     sessions: async_sessionmaker[AsyncSession],
     owner: str,
@@ -185,9 +192,7 @@ async def complete(
     return True
 
 
-async def release(
-    sessions: async_sessionmaker[AsyncSession], job: ClaimedJob, error: str
-) -> None:
+async def release(sessions: async_sessionmaker[AsyncSession], job: ClaimedJob, error: str) -> None:
     """Hand a job back after an internal failure so another attempt can run it."""
     async with sessions() as session, session.begin():
         await session.execute(

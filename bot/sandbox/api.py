@@ -76,6 +76,7 @@ class Call:
     function: str
     args: tuple[RawTensor, ...]
     label: str = ""  # e.g. "square 5x5 float32", shown in feedback
+    trace: bool = True  # record torch ops for this call (when the request traces at all)
 
 
 @dataclass(frozen=True)

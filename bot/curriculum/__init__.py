@@ -1,0 +1,1 @@
+"""A server's learning map and schedule (no discord)."""

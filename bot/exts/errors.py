@@ -1,0 +1,50 @@
+"""One place that turns command errors into replies.
+
+Expected problems (``UserFacingError``, failed checks) are shown as they are;
+anything else is logged with a short reference and the member sees only
+"something went wrong (ref XYZ)", ephemerally.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+import discord
+from discord import app_commands
+
+from bot.exts.common import UserFacingError
+
+log = logging.getLogger(__name__)
+
+
+async def reply_ephemeral(interaction: discord.Interaction, message: str) -> None:
+    """Answer whether or not the interaction was already acknowledged."""
+    try:
+        if interaction.response.is_done():
+            await interaction.edit_original_response(content=message, embeds=[], attachments=[])
+        else:
+            await interaction.response.send_message(message, ephemeral=True)
+    except discord.HTTPException:
+        log.warning("could not tell %s: %s", interaction.user, message)
+
+
+async def on_app_command_error(
+    interaction: discord.Interaction, error: app_commands.AppCommandError
+) -> None:
+    if isinstance(error, UserFacingError):
+        await reply_ephemeral(interaction, str(error))
+    elif isinstance(error, app_commands.CheckFailure):
+        await reply_ephemeral(interaction, str(error) or "You may not use this command.")
+    elif isinstance(error, app_commands.TransformerError):
+        await reply_ephemeral(interaction, f"I could not understand `{error.value}`.")
+    else:
+        ref = secrets.token_hex(3).upper()
+        original = getattr(error, "original", error)
+        log.error(
+            "command %s failed (ref %s)",
+            interaction.command.qualified_name if interaction.command else "?",
+            ref,
+            exc_info=original,
+        )
+        await reply_ephemeral(interaction, f"Something went wrong (ref {ref}). It has been logged.")

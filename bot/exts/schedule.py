@@ -1,0 +1,195 @@
+"""The daily quest post and the weekly leaderboard post, each once per period per server.
+
+A loop wakes every ``TICK_S`` (and at once when a moderator changes the
+setup), asks ``bot.progress.schedule.catch_up`` which post is due for each
+server, claims it in the post log and sends it.  After downtime only the
+latest due period is posted: one catch-up post, not one per missed day.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import discord
+from discord.ext import commands
+from sqlalchemy import select
+
+from bot import clock, post_log
+from bot.app import BrrrBot
+from bot.content import Quest
+from bot.curriculum.guild_map import today_quest
+from bot.db.models import Guild
+from bot.presentation.images import weekly_chart
+from bot.presentation.limits import batch_embeds, fit_embed, truncate
+from bot.presentation.quests import quest_embeds
+from bot.presentation.safety import safe_name
+from bot.progress.highlights import weekly_highlights
+from bot.progress.periods import Period, local_date, week_of
+from bot.progress.schedule import PostKind, PostSchedule, catch_up
+
+log = logging.getLogger(__name__)
+
+TICK_S = 20.0
+
+
+class PostFailed(Exception):
+    """The channel is missing or the bot may not post there; the message says which."""
+
+
+class Schedule(commands.Cog):
+    def __init__(self, bot: BrrrBot) -> None:
+        self.bot = bot
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def cog_load(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="scheduled-posts")
+
+    async def cog_unload(self) -> None:
+        if self._task:
+            self._task.cancel()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def _run(self) -> None:
+        await self.bot.wait_until_ready()
+        while True:
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("scheduled posts failed; retrying next tick")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), TICK_S)
+
+    async def tick(self) -> None:
+        async with self.bot.services.reads() as session:
+            guilds = (
+                (await session.execute(select(Guild).where(Guild.quest_channel_id.is_not(None))))
+                .scalars()
+                .all()
+            )
+        for guild in guilds:
+            if self.bot.get_guild(guild.id) is None:
+                continue  # the bot left this server
+            schedule = PostSchedule.from_settings(
+                guild.timezone, guild.post_time, guild.weekly_post_day
+            )
+            for kind in ("daily_quest", "weekly_leaderboard"):
+                await self._maybe_post(guild, schedule, kind)
+
+    async def _maybe_post(self, guild: Guild, schedule: PostSchedule, kind: PostKind) -> None:
+        now = clock.now()
+        async with self.bot.services.reads() as session:
+            last = await post_log.last_period(session, guild.id, kind)
+        due = catch_up(schedule, kind, now, last)
+        if due is None:
+            return
+        async with self.bot.services.sessions() as session, session.begin():
+            post_id = await post_log.claim(session, guild.id, kind, due.key, now)
+        if post_id is None:
+            return
+        try:
+            if kind == "daily_quest":
+                message = await self.post_daily(guild, None)
+            else:
+                message = await self.post_weekly(guild, previous_week(guild, now))
+        except (PostFailed, discord.HTTPException) as exc:
+            log.warning("guild %d: %s %s not posted: %s", guild.id, kind, due.key, exc)
+            async with self.bot.services.sessions() as session, session.begin():
+                await post_log.release(session, post_id)
+            return
+        async with self.bot.services.sessions() as session, session.begin():
+            await post_log.mark_posted(session, post_id, message.channel.id, message.id, now)
+        log.info("guild %d: posted %s %s", guild.id, kind, due.key)
+
+    def _channel(self, guild: Guild) -> discord.TextChannel:
+        channel = self.bot.get_channel(guild.quest_channel_id or 0)
+        if not isinstance(channel, discord.TextChannel):
+            raise PostFailed("no quest channel is configured; a moderator can run /admin setup")
+        me = channel.guild.me
+        missing = [
+            name
+            for name, ok in (
+                ("View Channel", channel.permissions_for(me).view_channel),
+                ("Send Messages", channel.permissions_for(me).send_messages),
+                ("Embed Links", channel.permissions_for(me).embed_links),
+                ("Attach Files", channel.permissions_for(me).attach_files),
+            )
+            if not ok
+        ]
+        if missing:
+            raise PostFailed(f"I cannot post in #{channel.name}: missing {', '.join(missing)}")
+        return channel
+
+    async def post_daily(self, guild: Guild, quest: Quest | None) -> discord.Message:
+        """Post a quest (today's by default) in the quest channel; the first message is returned."""
+        channel = self._channel(guild)
+        guild_map = await self.bot.services.guild_map(guild.id)
+        quest = quest or today_quest(guild_map, guild, clock.now())
+        if quest is None:
+            raise PostFailed("this server's map has no quests enabled")
+        day = local_date(clock.now(), ZoneInfo(guild.timezone))
+        embeds = quest_embeds(
+            quest,
+            phase_title=guild_map.phase_titles.get(quest.phase, quest.phase),
+            library=self.bot.services.content.library,
+            heading=f"Quest of the day · {day.isoformat()}",
+        )
+        first: discord.Message | None = None
+        for batch in batch_embeds(embeds):
+            sent = await channel.send(embeds=batch)
+            first = first or sent
+        assert first is not None
+        return first
+
+    async def post_weekly(self, guild: Guild, week: Period) -> discord.Message:
+        """Post a week's leaderboard: a bar chart of the top 10 and the week's highlights."""
+        channel = self._channel(guild)
+        async with self.bot.services.reads() as session:
+            highlights = await weekly_highlights(
+                session,
+                guild_id=guild.id,
+                week=week,
+                tz=ZoneInfo(guild.timezone),
+                now=clock.now(),
+            )
+        chart = await asyncio.to_thread(weekly_chart, highlights, guild_name=channel.guild.name)
+        lines = [
+            f"{entry.rank}. **{safe_name(entry.display_name)}** · {entry.xp:,} XP"
+            for entry in highlights.top
+        ] or ["Nobody earned XP this week. A new week, a new chance!"]
+        if highlights.level_ups:
+            lines += ["", "**Level-ups**"] + [
+                f"{safe_name(u.display_name)} reached level {u.new_level}"
+                for u in highlights.level_ups[:10]
+            ]
+        if highlights.streaks:
+            lines += ["", "**Longest streaks**"] + [
+                f"{safe_name(s.display_name)}: {s.days} days" for s in highlights.streaks[:5]
+            ]
+        embed = discord.Embed(
+            title=truncate(f"🏆 Week {week.key}: the leaderboard", 256),
+            description="\n".join(lines),
+        )
+        embed.set_image(url="attachment://week.png")
+        return await channel.send(
+            embed=fit_embed(embed), file=discord.File(io.BytesIO(chart), filename="week.png")
+        )
+
+
+def previous_week(guild: Guild, now: datetime) -> Period:
+    """The week that ended before the local today: what the weekly post celebrates."""
+    tz = ZoneInfo(guild.timezone)
+    today = local_date(now, tz)
+    return week_of(today - timedelta(days=7), tz)
+
+
+async def setup(bot: BrrrBot) -> None:
+    await bot.add_cog(Schedule(bot))

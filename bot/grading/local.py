@@ -1,0 +1,88 @@
+"""``brrrbot grade``: grade a local file through the same sandbox and grader as a worker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bot.config import Settings
+from bot.content import Content
+from bot.content.schema import BuildTask
+from bot.errors import UserError
+from bot.grading.service import grade_prepared
+from bot.grading.submission_input import SubmissionRejected, validate_submission
+from bot.sandbox import Zygote, minimum_ok
+from graders.base import Verdict
+
+EXIT_CODES = {"passed": 0, "failed": 1, "error": 2}
+
+
+def gradable_tasks(content: Content) -> list[tuple[str, BuildTask]]:
+    return [
+        (f"{quest.id}/{task.id}", task)
+        for quest in content.quests
+        for task in quest.tasks
+        if isinstance(task, BuildTask)
+    ]
+
+
+def list_tasks(content: Content) -> str:
+    rows = gradable_tasks(content)
+    width = max((len(ref) for ref, _ in rows), default=0)
+    return "\n".join(f"{ref:<{width}}  {task.title} (+{task.xp} XP)" for ref, task in rows)
+
+
+def grade_file(
+    settings: Settings, content: Content, path: Path, task_ref: str, *, insecure: bool
+) -> Verdict:
+    task = _build_task(content, task_ref)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        prepared = validate_submission(
+            path.name,
+            data,
+            max_py_bytes=settings.max_py_bytes,
+            max_ipynb_bytes=settings.max_notebook_bytes,
+        )
+    except SubmissionRejected as exc:
+        raise UserError(f"{path}: {exc}") from None
+    with Zygote() as zygote:
+        if not insecure and not minimum_ok(zygote.isolation_report()):
+            raise UserError(
+                "the sandbox's minimum isolation is not available here (see `brrrbot worker "
+                "--check`); use --insecure-sandbox to grade your own code anyway"
+            )
+        return grade_prepared(task_ref, task, prepared, path.name, zygote)
+
+
+def _build_task(content: Content, task_ref: str) -> BuildTask:
+    try:
+        _, task = content.find_task(task_ref)
+    except KeyError:
+        raise UserError(
+            f"unknown task {task_ref!r}; `brrrbot grade --list` shows the gradable tasks"
+        ) from None
+    if not isinstance(task, BuildTask):
+        raise UserError(
+            f"{task_ref} is a {task.kind} task, not graded code; `brrrbot grade --list` shows "
+            "the gradable tasks"
+        )
+    return task
+
+
+def render(verdict: Verdict, *, as_json: bool) -> str:
+    if as_json:
+        return json.dumps(verdict.to_json(), ensure_ascii=False)
+    word = {"passed": "Passed", "failed": "Failed", "error": "Error"}[verdict.status]
+    lines = [
+        f"{verdict.task}: {word} (score {verdict.score:.2f}, "
+        f"{verdict.duration_s:.2f} s on {verdict.device})"
+    ]
+    lines += [f"  {'✓' if c.passed else '✗'} {c.name}: {c.message}" for c in verdict.checks]
+    if verdict.feedback:
+        lines += ["", verdict.feedback]
+    lines += [f"note: {note}" for note in verdict.notes]
+    return "\n".join(lines)

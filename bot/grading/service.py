@@ -1,0 +1,64 @@
+"""Grade one prepared submission: the single path shared by workers and ``brrrbot grade``.
+
+Runs in a worker process (it imports graders, hence torch).  The grader plans
+the calls with a fresh seed in this trusted process, the sandbox runs them,
+and the grader judges after the job process is gone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import time
+from typing import Protocol
+
+from bot.content.schema import BuildTask
+from bot.grading.submission_input import PreparedSource
+from bot.sandbox.api import SandboxRequest, SandboxResult
+from graders import load_grader
+from graders.base import Verdict
+
+
+class SandboxRunner(Protocol):
+    """What the service needs from the sandbox (``bot.sandbox.Zygote`` provides it)."""
+
+    def run(self, request: SandboxRequest) -> SandboxResult: ...
+
+
+def cuda_available() -> bool:
+    """Whether this host can grade on CUDA (checked in the trusted process)."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def grade_prepared(
+    task_ref: str,
+    task: BuildTask,
+    prepared: PreparedSource,
+    filename: str,
+    sandbox: SandboxRunner,
+    *,
+    allow_cuda: bool = True,
+    seed: int | None = None,
+) -> Verdict:
+    """Plan, run in the sandbox, judge; the verdict carries the device used."""
+    started = time.perf_counter()
+    grader = load_grader(task.grader)
+    device = "cuda" if allow_cuda and grader.needs_cuda and cuda_available() else "cpu"
+    plan = grader.plan(secrets.randbits(62) if seed is None else seed, device)
+    request = SandboxRequest(
+        source=prepared.source,
+        filename=filename,
+        calls=plan.calls,
+        limits=grader.limits,
+        device=device,
+    )
+    result = sandbox.run(request)
+    verdict = grader.judge(task_ref, plan, result, prepared.source)
+    return dataclasses.replace(
+        verdict,
+        duration_s=time.perf_counter() - started,
+        device=result.device,
+        notes=(*prepared.notes, *verdict.notes),
+    )

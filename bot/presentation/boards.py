@@ -1,0 +1,64 @@
+"""The leaderboard embed and the text form of ``/profile``."""
+
+from __future__ import annotations
+
+from discord import Embed
+
+from bot.presentation import style
+from bot.presentation.limits import CONTENT, fit_embed, truncate
+from bot.presentation.safety import safe_name
+from bot.presentation.wording import plural
+from bot.progress.leaderboard import Entry, Page
+from bot.progress.profile import Profile
+
+MEDALS = {1: "🥇", 2: "🥈", 3: "🥉"}
+NAME_CHARS = 64  # a display name is at most 32 characters; escaping can double it
+
+
+def leaderboard_embed(page: Page, *, period_label: str, caller_name: str) -> Embed:
+    """One page of a board: medals for the top three, the caller's own place below, and the
+    page number in the footer.  ``period_label`` reads as "this week", "this month", "all time".
+    """
+    caller_id = page.caller.member_id if page.caller else None
+    lines = [_entry_line(entry, entry.member_id == caller_id) for entry in page.entries]
+    if not lines:
+        lines = [f"Nobody has XP {_yet(page, period_label)}: complete a task to lead the board."]
+    name = truncate(safe_name(caller_name), NAME_CHARS)
+    if page.caller is None:
+        lines += ["", f"{name}, you have no XP {_yet(page, period_label)}."]
+    else:
+        lines += ["", f"{name}, you are #{page.caller.rank} with {page.caller.xp:,} XP."]
+    embed = Embed(
+        title=f"🏆 Leaderboard · {period_label[:1].upper()}{period_label[1:]}",
+        description="\n".join(lines),
+        colour=style.BOARD,
+    )
+    embed.set_footer(text=f"Page {page.page}/{page.pages} · {plural(page.ranked, 'member')} ranked")
+    return fit_embed(embed)
+
+
+def _yet(page: Page, period_label: str) -> str:
+    """What follows "no XP": the period then "yet", but only "yet" for all time."""
+    return "yet" if page.period == "all" else f"{period_label} yet"
+
+
+def _entry_line(entry: Entry, is_caller: bool) -> str:
+    place = MEDALS.get(entry.rank, f"`#{entry.rank}`")
+    line = f"{place} **{truncate(safe_name(entry.display_name), NAME_CHARS)}** · {entry.xp:,} XP"
+    return f"{line} ← you" if is_caller else line
+
+
+def profile_text(profile: Profile, display_name: str) -> str:
+    """``/profile`` as text: level and progress, XP, rank, streaks, completions."""
+    level = profile.level
+    rank = f"rank #{profile.rank}" if profile.rank is not None else "not ranked yet"
+    lines = [
+        f"**{truncate(safe_name(display_name), NAME_CHARS)}** · level {level.level}",
+        f"{level.into:,}/{level.span:,} XP into level {level.level}: "
+        f"{level.to_next:,} XP to level {level.level + 1}",
+        f"{profile.total_xp:,} XP in total · {rank} · {profile.week_xp:,} XP this week",
+        f"Streak: {plural(profile.streak.current, 'day')} (best {profile.streak.best})",
+        f"Completed: {plural(len(profile.completed_quests), 'quest')}, "
+        f"{plural(len(profile.completed_tasks), 'task')}",
+    ]
+    return truncate("\n".join(lines), CONTENT)

@@ -1,0 +1,174 @@
+"""Leaderboards: a page of the ranking and the caller's own place, for a week, a month or all time.
+
+Rules:
+
+- ``week`` and ``month`` are the server-local periods containing "now"; ``all`` is all time.
+- Only members with more than 0 XP in the period are ranked.
+- Order: more XP first; on equal XP, whoever reached that total first; then the lower member id,
+  so the order is total and ranks are distinct positions.
+- Pages hold 10 entries and are numbered from 1; a page past the end shows the last page.
+- Reads only the derived totals, never the ledger: a page is one range of the ``member_xp``
+  leaderboard index, and a rank or a board's size sums ``member_xp_counts`` (members per XP
+  value) instead of counting every member ahead, so both stay within milliseconds with 100k
+  members (``bench/leaderboard.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import ColumnElement, Row, Select, and_, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from bot.db.models import Member, MemberXp, MemberXpCount
+from bot.progress.totals import Board, period_key
+
+PAGE_SIZE = 10
+
+
+@dataclass(frozen=True)
+class Entry:
+    rank: int
+    member_id: int
+    user_id: int
+    display_name: str
+    xp: int
+
+
+@dataclass(frozen=True)
+class Page:
+    period: Board
+    period_key: str
+    page: int
+    pages: int
+    ranked: int  # members with XP in the period
+    entries: tuple[Entry, ...]
+    caller: Entry | None  # None when the caller has no XP in the period
+
+
+def _on_board(guild_id: int, board: Board, key: str) -> tuple[ColumnElement[bool], ...]:
+    """The rows of one board (callers add ``xp > 0`` or an exact XP: not both, as SQLite would
+    then range-scan on ``xp > 0``)."""
+    return (
+        MemberXp.guild_id == guild_id,
+        MemberXp.period_kind == board,
+        MemberXp.period_key == key,
+    )
+
+
+def _members_at(guild_id: int, board: Board, key: str) -> Select[tuple[int]]:
+    """How many members are on a board, to be narrowed to a range of XP values."""
+    return select(func.coalesce(func.sum(MemberXpCount.members), 0)).where(
+        MemberXpCount.guild_id == guild_id,
+        MemberXpCount.period_kind == board,
+        MemberXpCount.period_key == key,
+    )
+
+
+_ORDER = (MemberXp.xp.desc(), MemberXp.reached_at, MemberXp.member_id)
+_ENTRY_COLUMNS = (MemberXp.member_id, Member.user_id, Member.display_name, MemberXp.xp)
+
+
+async def rank_of(
+    session: AsyncSession, guild_id: int, board: Board, key: str, member_id: int
+) -> Entry | None:
+    """A member's place on one board, or None when they are not on it (one statement)."""
+    me = aliased(MemberXp)
+    # Everyone with more XP (from the per-value counts), and everyone with the same XP who reached
+    # it earlier or at the same instant with a lower id (a short range of the leaderboard index).
+    higher = _members_at(guild_id, board, key).where(MemberXpCount.xp > me.xp)
+    tied_before = select(func.count()).where(
+        *_on_board(guild_id, board, key),
+        MemberXp.xp == me.xp,
+        or_(
+            MemberXp.reached_at < me.reached_at,
+            and_(MemberXp.reached_at == me.reached_at, MemberXp.member_id < me.member_id),
+        ),
+    )
+    query = (
+        select(
+            me.member_id,
+            Member.user_id,
+            Member.display_name,
+            me.xp,
+            higher.scalar_subquery() + tied_before.scalar_subquery(),
+        )
+        .join(Member, Member.id == me.member_id)
+        .where(
+            me.guild_id == guild_id,
+            me.period_kind == board,
+            me.period_key == key,
+            me.member_id == member_id,
+            me.xp > 0,
+        )
+    )
+    row = (await session.execute(query)).one_or_none()
+    if row is None:
+        return None
+    member, user_id, display_name, xp, ahead = row
+    return Entry(ahead + 1, member, user_id, display_name, xp)
+
+
+def _standings(guild_id: int, board: Board, key: str, limit: int, offset: int) -> Select[Any]:
+    return (
+        select(*_ENTRY_COLUMNS)
+        .join(Member, Member.id == MemberXp.member_id)
+        .where(*_on_board(guild_id, board, key), MemberXp.xp > 0)
+        .order_by(*_ORDER)
+        .limit(limit)
+        .offset(offset)
+    )
+
+
+def _entries(rows: Sequence[Row[Any]], offset: int) -> tuple[Entry, ...]:
+    return tuple(Entry(offset + i, *row[:4]) for i, row in enumerate(rows, start=1))
+
+
+async def standings(
+    session: AsyncSession, guild_id: int, board: Board, key: str, *, limit: int, offset: int = 0
+) -> tuple[Entry, ...]:
+    """``limit`` entries of a board in leaderboard order, starting after ``offset``."""
+    rows = (await session.execute(_standings(guild_id, board, key, limit, offset))).all()
+    return _entries(rows, offset)
+
+
+async def _page(
+    session: AsyncSession, guild_id: int, board: Board, key: str, page: int
+) -> tuple[tuple[Entry, ...], int]:
+    """A page's entries and the board's size: one statement, unless the page is empty."""
+    offset = (page - 1) * PAGE_SIZE
+    size = _members_at(guild_id, board, key).scalar_subquery()
+    query = _standings(guild_id, board, key, PAGE_SIZE, offset).add_columns(size)
+    rows = (await session.execute(query)).all()
+    if rows:
+        return _entries(rows, offset), rows[0][4]
+    return (), (await session.execute(_members_at(guild_id, board, key))).scalar_one()
+
+
+async def leaderboard(
+    session: AsyncSession,
+    *,
+    guild_id: int,
+    period: Board,
+    page: int,
+    tz: ZoneInfo,
+    now: datetime,
+    caller_member_id: int | None,
+) -> Page:
+    """One page of the ``period`` board (1-based ``page``) and the caller's own entry."""
+    key = period_key(period, now, tz)
+    page = max(page, 1)
+    entries, ranked = await _page(session, guild_id, period, key, page)
+    pages = max(1, -(-ranked // PAGE_SIZE))
+    if page > pages:
+        page = pages
+        entries, ranked = await _page(session, guild_id, period, key, page)
+    caller = None
+    if caller_member_id is not None:
+        caller = await rank_of(session, guild_id, period, key, caller_member_id)
+    return Page(period, key, page, pages, ranked, entries, caller)

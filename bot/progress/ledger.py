@@ -1,0 +1,109 @@
+"""The append-only XP ledger: the one way XP is written, and the reads built on it.
+
+Rules:
+
+- Rows are only inserted, never updated or deleted (the database refuses both).  A correction is a
+  new row, e.g. a moderator revoke is a negative amount.
+- Every row carries an ``idempotency_key``; inserting an existing key does nothing (ON CONFLICT DO
+  NOTHING), so an award retried or raced by a second process happens exactly once.
+- Each inserted row updates the derived totals (``bot.progress.totals``) in the same transaction.
+- Sources: ``task`` (graded build), ``quiz``, ``self`` (``/done``), ``streak`` (daily bonus),
+  ``admin`` (moderator grant or revoke).  For the first three ``reference`` is the task
+  (``QUEST/TASK``), and their rows with a positive amount are the member's completions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import date, datetime
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.db.models import XpEntry
+from bot.progress.dialect import upsert
+from bot.progress.periods import local_date
+from bot.progress.totals import add_to_totals
+
+Source = Literal["task", "quiz", "self", "streak", "admin"]
+COMPLETION_SOURCES: tuple[Source, ...] = ("task", "quiz", "self")
+REASON_CHARS = 200  # xp_ledger.reason
+
+
+async def append(
+    session: AsyncSession,
+    *,
+    guild_id: int,
+    member_id: int,
+    amount: int,
+    source: Source,
+    reason: str,
+    reference: str | None,
+    key: str,
+    tz: ZoneInfo,
+    now: datetime,
+) -> bool:
+    """Insert one ledger row unless its key exists; True when this call inserted it."""
+    statement = (
+        upsert(session, XpEntry)
+        .values(
+            guild_id=guild_id,
+            member_id=member_id,
+            amount=amount,
+            reason=reason[:REASON_CHARS],
+            source=source,
+            reference=reference,
+            idempotency_key=key,
+            created_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=[XpEntry.idempotency_key])
+        .returning(XpEntry.id)
+    )
+    if (await session.execute(statement)).scalar_one_or_none() is None:
+        return False
+    await add_to_totals(
+        session, guild_id=guild_id, member_id=member_id, amount=amount, at=now, tz=tz
+    )
+    return True
+
+
+async def task_earned(session: AsyncSession, member_id: int, task_ref: str) -> int:
+    """The XP a member has earned for one task so far."""
+    query = select(func.coalesce(func.sum(XpEntry.amount), 0)).where(
+        XpEntry.member_id == member_id,
+        XpEntry.source.in_(COMPLETION_SOURCES),
+        XpEntry.reference == task_ref,
+    )
+    return int((await session.execute(query)).scalar_one())
+
+
+async def completed_tasks(session: AsyncSession, member_id: int) -> list[str]:
+    """The tasks a member has earned XP for, sorted."""
+    query = (
+        select(XpEntry.reference)
+        .where(XpEntry.member_id == member_id, XpEntry.source.in_(COMPLETION_SOURCES))
+        .group_by(XpEntry.reference)
+        .having(func.sum(XpEntry.amount) > 0)
+        .order_by(XpEntry.reference)
+    )
+    return [ref for ref in (await session.execute(query)).scalars() if ref is not None]
+
+
+async def completion_days(
+    session: AsyncSession, member_ids: Collection[int] | Select[tuple[int]], tz: ZoneInfo
+) -> dict[int, set[date]]:
+    """Each member's local days with at least one completion (members without any are absent).
+
+    ``member_ids`` may be a subquery, so a whole server's active members need no parameter list.
+    """
+    query = select(XpEntry.member_id, XpEntry.created_at).where(
+        XpEntry.member_id.in_(member_ids),
+        XpEntry.source.in_(COMPLETION_SOURCES),
+        XpEntry.amount > 0,
+    )
+    days: dict[int, set[date]] = {}
+    for member_id, created_at in await session.execute(query):
+        days.setdefault(member_id, set()).add(local_date(created_at, tz))
+    return days

@@ -1,0 +1,275 @@
+"""Start one job: zygote -> keeper -> init (PID 1 of new namespaces) -> job (PID 2).
+
+* The keeper stays outside the new PID namespace, unshares the namespaces and
+  forks the init; it tells the zygote the init's pid and reaps it, so once the
+  keeper has exited the whole namespace is gone.
+* The init builds the filesystem, forks the job and reaps everything; when the
+  job ends it reports the job's exit status and exits, and the kernel kills
+  every process left in the namespace (setsid daemons included).  The job must
+  not be PID 1 itself: PID 1 ignores SIGXCPU, the CPU limit's signal.
+* The job confines itself (confine.py) and runs ``body``.
+
+In the degraded "bare" mode nothing is unshared: the init is only a session
+leader, and the zygote kills the job's process group (seccomp forbids leaving
+it) and sweeps its cgroup instead of killing a PID namespace.
+
+Each stage that fails before learner code runs writes ``\\x01`` and a reason to
+the setup pipe; the job writes ``\\x00`` once confined and then closes it, so
+nothing the submission does can forge a setup report.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import NoReturn
+
+from bot.sandbox import confine, descriptors, linux, rootfs
+from bot.sandbox.api import Limits
+from bot.sandbox.cgroups import ZygoteCgroup
+from bot.sandbox.seccomp import Filter
+
+NAMESPACES = (
+    linux.CLONE_NEWNS
+    | linux.CLONE_NEWPID
+    | linux.CLONE_NEWNET
+    | linux.CLONE_NEWIPC
+    | linux.CLONE_NEWUTS
+    | linux.CLONE_NEWCGROUP
+)
+RESULT_FD = 3
+_SETUP_FD = 4
+SETUP_OK = b"\x00"
+SETUP_FAILED = b"\x01"
+_FAILED_EXIT = 70
+EXIT_RECORD = struct.Struct("=iiQ")  # exited normally?, code or signal, CPU microseconds
+HANDSHAKE = struct.Struct("=i")  # the init's pid, keeper -> zygote
+JOB_ENV = {"HOME": rootfs.SCRATCH, "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+HOSTNAME = "sandbox"
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    flags: int  # namespaces to unshare (0: none, the degraded mode)
+    user_namespace: bool
+
+
+MODES = {
+    "namespaces": Mode("namespaces", NAMESPACES, False),
+    "user-namespaces": Mode("user-namespaces", NAMESPACES | linux.CLONE_NEWUSER, True),
+    "bare": Mode("bare", 0, False),
+}
+
+
+@dataclass(frozen=True)
+class Jail:
+    """Everything a job needs from the zygote, prepared once before any job."""
+
+    mode: Mode
+    plan: rootfs.Plan
+    syscall_filter: Filter | None
+    identity: confine.Identity
+    host_ids: tuple[int, int]  # the zygote's uid and gid, for user-namespace maps
+    cap_last: int
+    cgroup: ZygoteCgroup | None  # None where no memory or pids controller is usable
+
+
+@dataclass(frozen=True)
+class Pipe:
+    read: int
+    write: int
+
+    @classmethod
+    def new(cls) -> Pipe:
+        return cls(*os.pipe())
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """The pipes of one job; the zygote keeps the read ends (the write end of ``ack``)."""
+
+    result: Pipe
+    stdout: Pipe
+    stderr: Pipe
+    setup: Pipe
+    status: Pipe
+    handshake: Pipe
+    ack: Pipe
+
+    @classmethod
+    def new(cls) -> Wiring:
+        return cls(*(Pipe.new() for _ in fields(cls)))
+
+    def child_ends(self) -> set[int]:
+        ends = {getattr(self, f.name).write for f in fields(self) if f.name != "ack"}
+        return ends | {self.ack.read}
+
+    def zygote_ends(self) -> set[int]:
+        ends = {getattr(self, f.name).read for f in fields(self) if f.name != "ack"}
+        return ends | {self.ack.write}
+
+
+@dataclass(frozen=True)
+class Launched:
+    keeper: int
+    wiring: Wiring
+    started: float
+
+
+Body = Callable[[int], NoReturn]
+
+
+def _fail(setup_fd: int, stage: str, exc: BaseException) -> NoReturn:
+    try:
+        os.write(setup_fd, SETUP_FAILED + f"{stage}: {exc}".encode()[:2000])
+    finally:
+        os._exit(_FAILED_EXIT)
+
+
+def _map_ids(identity: confine.Identity, host_ids: tuple[int, int]) -> None:
+    """Map the job's ids onto the zygote's own (all an unprivileged user may map).
+
+    The zygote is not dumpable, which makes /proc/self root-owned; the keeper is
+    dumpable just long enough to write its own maps.
+    """
+    linux.prctl(linux.PR_SET_DUMPABLE, 1)
+    for name, value in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{identity.uid} {host_ids[0]} 1"),
+        ("gid_map", f"{identity.gid} {host_ids[1]} 1"),
+    ):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(value)
+    linux.prctl(linux.PR_SET_DUMPABLE, 0)
+
+
+def launch(jail: Jail, limits: Limits, device: str, body: Body) -> Launched:
+    wiring = Wiring.new()
+    zygote = os.getpid()
+    started = time.monotonic()
+    try:
+        keeper = os.fork()
+    except OSError:
+        for fd in wiring.child_ends() | wiring.zygote_ends():
+            os.close(fd)
+        raise
+    if keeper == 0:
+        try:
+            _keeper(jail, limits, device, body, wiring, zygote)
+        finally:
+            os._exit(_FAILED_EXIT)
+    for fd in wiring.child_ends():
+        os.close(fd)
+    for fd in wiring.zygote_ends() - {wiring.ack.write}:
+        os.set_blocking(fd, False)
+    return Launched(keeper, wiring, started)
+
+
+def _keeper(
+    jail: Jail, limits: Limits, device: str, body: Body, wiring: Wiring, zygote: int
+) -> NoReturn:
+    stage = "keeper"
+    try:
+        linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != zygote:
+            os._exit(_FAILED_EXIT)
+        descriptors.close_all_except({0, 1, 2, *wiring.child_ends()})
+        if jail.mode.flags:
+            stage = "unshare"
+            linux.unshare(jail.mode.flags)
+            if jail.mode.user_namespace:
+                _map_ids(jail.identity, jail.host_ids)
+        life = Pipe.new()  # the init polls it to learn whether the keeper is still alive
+        init = os.fork()
+        if init == 0:
+            try:
+                _init(jail, limits, device, body, wiring, life.read)
+            finally:
+                os._exit(_FAILED_EXIT)
+    except BaseException as exc:
+        _fail(wiring.setup.write, stage, exc)
+    descriptors.close_all_except({0, 1, 2, wiring.handshake.write, wiring.ack.read, life.write})
+    os.write(wiring.handshake.write, HANDSHAKE.pack(init))
+    os.read(wiring.ack.read, 1)  # the zygote holds a pidfd of the init from here on
+    os.waitpid(init, 0)
+    os._exit(0)
+
+
+def _init(
+    jail: Jail, limits: Limits, device: str, body: Body, wiring: Wiring, life: int
+) -> NoReturn:
+    stage = "init"
+    try:
+        linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if select.select([life], [], [], 0)[0]:  # the keeper died before PDEATHSIG was armed
+            os._exit(_FAILED_EXIT)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setsid()
+        os.umask(0o022)
+        if jail.mode.flags & linux.CLONE_NEWNS:
+            stage = "filesystem"
+            rootfs.build(jail.plan, limits, jail.identity.uid, jail.identity.gid)
+            linux.sethostname(HOSTNAME)
+            os.chdir(rootfs.SCRATCH)
+        else:
+            os.chdir("/")
+        keep = {0, 1, 2} | {p.write for p in (wiring.result, wiring.stdout, wiring.stderr)}
+        descriptors.close_all_except(keep | {wiring.setup.write, wiring.status.write})
+        job = os.fork()
+        if job == 0:
+            try:
+                _job(jail, limits, device, body, wiring)
+            finally:
+                os._exit(_FAILED_EXIT)
+    except BaseException as exc:
+        _fail(wiring.setup.write, stage, exc)
+    descriptors.close_all_except({wiring.status.write})
+    while True:  # as PID 1, also reap orphans until the job itself ends
+        pid, status, usage = os.wait4(-1, 0)
+        if pid == job:
+            break
+    exited = os.WIFEXITED(status)
+    value = os.WEXITSTATUS(status) if exited else os.WTERMSIG(status)
+    cpu_us = int((usage.ru_utime + usage.ru_stime) * 1e6)
+    os.write(wiring.status.write, EXIT_RECORD.pack(int(exited), value, cpu_us))
+    os._exit(0)
+
+
+def _job(jail: Jail, limits: Limits, device: str, body: Body, wiring: Wiring) -> NoReturn:
+    setup_fd = wiring.setup.write
+    stage = "job"
+    try:
+        null = os.open("/dev/null", os.O_RDWR)
+        stdio = [null, wiring.stdout.write, wiring.stderr.write]
+        descriptors.arrange([*stdio, wiring.result.write, setup_fd])
+        setup_fd = _SETUP_FD
+        os.environ.clear()
+        os.environ.update(JOB_ENV)
+        stage = "confine"
+        confine.apply(limits, jail.identity, jail.syscall_filter, device == "cuda", jail.cap_last)
+        os.write(setup_fd, SETUP_OK)
+        os.close(setup_fd)
+    except BaseException as exc:
+        _fail(setup_fd, stage, exc)
+    body(RESULT_FD)
+
+
+def decode_exit(record: bytes) -> tuple[bool, int, float]:
+    """Decode the init's report: (exited normally, exit code or signal, CPU seconds)."""
+    exited, value, cpu_us = EXIT_RECORD.unpack(record)
+    return bool(exited), value, cpu_us / 1e6
+
+
+def cap_last() -> int:
+    """The highest capability number this kernel knows."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as handle:
+            return int(handle.read())
+    except (OSError, ValueError):
+        return 63

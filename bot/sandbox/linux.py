@@ -1,0 +1,119 @@
+"""Thin ctypes bindings for the Linux calls Python 3.11's ``os`` module lacks."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+from bot.sandbox import syscalls
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_NOATIME = 0x400
+MS_NODIRATIME = 0x800
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+MS_RELATIME = 0x200000
+MNT_DETACH = 0x2
+
+M_ARENA_MAX = -8
+MADV_HUGEPAGE = 14
+MADV_COLLAPSE = 25
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_SECCOMP = 22
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECCOMP_MODE_FILTER = 2
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+_libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def _encode(value: str | None) -> bytes | None:
+    return None if value is None else os.fsencode(value)
+
+
+def _syscall(name: str, *args: object) -> int:
+    numbers = syscalls.table()
+    if numbers is None:
+        raise OSError(38, f"{name}: unsupported architecture {syscalls.machine()}")
+    return _check(_libc.syscall(ctypes.c_long(numbers[name]), *args), name)
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
+    result = _libc.mount(_encode(source), _encode(target), _encode(fstype), flags, _encode(data))
+    _check(result, f"mount {target}")
+
+
+def umount2(target: str, flags: int) -> None:
+    _check(_libc.umount2(_encode(target), ctypes.c_int(flags)), f"umount {target}")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    _syscall("pivot_root", _encode(new_root), _encode(put_old))
+
+
+def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
+    return _check(_libc.prctl(option, arg2, arg3, 0, 0), f"prctl {option}")
+
+
+def sethostname(name: str) -> None:
+    raw = name.encode()
+    _check(_libc.sethostname(raw, ctypes.c_size_t(len(raw))), "sethostname")
+
+
+def clear_capabilities() -> None:
+    """Empty the effective, permitted and inheritable sets (capset, version 3)."""
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _syscall("capset", ctypes.byref(header), ctypes.byref(data))
+
+
+def madvise(start: int, length: int, advice: int) -> None:
+    _check(_libc.madvise(start, length, advice), f"madvise {advice}")
+
+
+def limit_malloc_arenas(count: int) -> None:
+    """Cap glibc's per-thread arenas, which each reserve 64 MiB of address space."""
+    if _libc.mallopt(ctypes.c_int(M_ARENA_MAX), ctypes.c_int(count)) != 1:
+        raise OSError("mallopt(M_ARENA_MAX) failed")
+
+
+def install_seccomp(program: ctypes.Structure) -> None:
+    """Load a prepared ``sock_fprog``; needs no_new_privs (or CAP_SYS_ADMIN)."""
+    _check(
+        _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(program), 0, 0),
+        "seccomp",
+    )

@@ -1,0 +1,98 @@
+"""The real bot, started as a user starts it (``brrrbot run``), against the loopback fake.
+
+One bot process (with its real local worker) serves a whole test module; the
+scene gives each test fresh members so tests do not depend on each other.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest_asyncio
+
+from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, Role, User
+from tests.fakediscord.process import BotProcess
+from tests.support import SEED_QUESTS
+
+START = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)  # a Monday
+
+
+@dataclass
+class World:
+    fake: FakeDiscord
+    bot: BotProcess
+    guild: Guild
+    quests: Channel
+    mods: Role
+    owner: User  # Manage Server
+    moderator: User  # has the moderator role only (after setup)
+    workdir: Path
+    clock_file: Path
+    _names: itertools.count
+
+    def learner(self, *, dms_open: bool = True) -> User:
+        """A new plain member (world changes reach the bot through the fake's REST)."""
+        user = self.fake.add_user(f"learner{next(self._names)}", dms_open=dms_open)
+        self.fake.add_member(self.guild, user)
+        return user
+
+    def set_time(self, moment: datetime) -> None:
+        self.clock_file.write_text(moment.isoformat())
+
+    @property
+    def database(self) -> Path:
+        return self.workdir / "data" / "brrrbot.sqlite3"
+
+
+async def start_world(
+    tmp_path: Path, *, workers: int, clock: bool = False, extra_env: dict[str, str] | None = None
+) -> AsyncIterator[World]:
+    fake = FakeDiscord(heartbeat_interval=1.0)
+    guild = fake.add_guild("brrr study group")
+    quests = fake.add_channel(guild, "quests")
+    mods = fake.add_role(guild, "mentors")
+    owner = fake.add_user("owner")
+    moderator = fake.add_user("mentor")
+    admins = fake.add_role(guild, "admins", permissions=Permission.MANAGE_GUILD)
+    fake.add_member(guild, owner, roles=[admins])
+    fake.add_member(guild, moderator, roles=[mods])
+    clock_file = tmp_path / "now.txt"
+    clock_file.write_text(START.isoformat())
+    env = {
+        "DISCORD_TOKEN": fake.token,
+        "QUESTS_DIR": str(SEED_QUESTS),
+        "WORKERS": str(workers),
+        "LOG_LEVEL": "INFO",
+        **(extra_env or {}),
+    }
+    options = ["--clock-file", str(clock_file), "--schedule-tick", "0.2"] if clock else []
+    async with fake:
+        args = ["run"] if workers else ["run", "--no-workers"]
+        bot = BotProcess(fake.urls, args, env=env, cwd=tmp_path, launcher_options=options)
+        async with bot:
+            await fake.wait_until_connected(timeout=30)
+            try:
+                yield World(
+                    fake,
+                    bot,
+                    guild,
+                    quests,
+                    mods,
+                    owner,
+                    moderator,
+                    tmp_path,
+                    clock_file,
+                    itertools.count(1),
+                )
+            finally:
+                print("--- bot output (tail) ---\n" + bot.output[-8000:])  # shown on failure
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(tmp_path_factory) -> AsyncIterator[World]:
+    async for started in start_world(tmp_path_factory.mktemp("bot"), workers=1):
+        yield started

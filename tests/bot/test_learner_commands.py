@@ -1,0 +1,186 @@
+"""Learner commands through the real bot, the loopback fake and a real worker."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from tests.bot.conftest import World
+from tests.support import REPO
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SOLUTIONS = REPO / "tests" / "graders" / "solutions"
+BUILD = "go-brrrr/matmul-three-ways"
+
+
+def _text(message) -> str:
+    """Everything a member reads in a message: content and embed text."""
+    parts = [message.content]
+    for embed in message.embeds:
+        parts += [embed.get("title", ""), embed.get("description", "")]
+        parts += [f"{f['name']} {f['value']}" for f in embed.get("fields", [])]
+        parts.append(embed.get("author", {}).get("name", ""))
+    return "\n".join(parts)
+
+
+async def test_commands_are_registered(world: World) -> None:
+    names = {command.name for command in world.fake.commands()}
+    assert names >= {
+        "today",
+        "quest",
+        "quests",
+        "readings",
+        "library",
+        "submit",
+        "answer",
+        "done",
+        "submissions",
+        "profile",
+        "leaderboard",
+        "admin",
+    }
+    (admin,) = [c for c in world.fake.commands() if c.name == "admin"]
+    assert admin.default_member_permissions == str(1 << 5)  # Manage Server
+
+
+async def test_today_shows_the_quest_with_readings_and_tasks(world: World) -> None:
+    handle = await world.fake.invoke_slash(world.guild, world.quests, world.learner(), "today")
+    assert await handle.acked() < 3
+    reply = await handle.original()
+    await handle.followup(lambda m: "/submit" in _text(m))  # a long quest takes two messages
+    text = "\n".join(_text(m) for m in [reply, *handle.followups])
+    assert "Go Brrrr" in text and "Today's quest" in text
+    assert "Making Deep Learning Go Brrrr" in text
+    assert "/submit" in text and "/answer" in text and "/done" in text
+
+
+async def test_submit_autocomplete_offers_build_tasks_only(world: World) -> None:
+    choices = await world.fake.invoke_autocomplete(
+        world.guild, world.quests, world.learner(), "submit", focused="task", value="go"
+    )
+    assert [c["value"] for c in choices] == [BUILD]
+
+
+async def test_submit_passes_awards_xp_and_levels_up(world: World) -> None:
+    learner = world.learner()
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        learner,
+        "submit",
+        options={"task": BUILD},
+        attachments=[("solution.py", (SOLUTIONS / "correct.py").read_bytes())],
+    )
+    assert await handle.acked() < 3
+    verdict = await handle.wait_for(lambda m: m.content.startswith("Passed"), timeout=60)
+    assert verdict.ephemeral
+    assert "+60 XP" in verdict.content
+    assert "Level up! You reached level 2." in verdict.content
+    assert "matmul_loops" in _text(verdict)
+
+
+async def test_submit_failing_solution_gets_feedback_and_no_xp(world: World) -> None:
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.learner(),
+        "submit",
+        options={"task": BUILD},
+        attachments=[("solution.py", (SOLUTIONS / "wrong_values.py").read_bytes())],
+    )
+    verdict = await handle.wait_for(lambda m: m.content.startswith("Failed"), timeout=60)
+    assert "XP" not in verdict.content.splitlines()[0] or "+" not in verdict.content
+    assert "max abs error" in _text(verdict)
+
+
+@pytest.mark.parametrize(
+    ("filename", "data", "words"),
+    [
+        ("notes.txt", b"print(1)", "not a .py or .ipynb"),
+        ("empty.py", b"", "empty"),
+        ("blob.py", b"\x00\x01\x02\x03" * 10, "binary"),
+        ("big.py", b"#" * (300 * 1024), "limit"),
+    ],
+)
+async def test_submit_rejects_bad_files_with_a_reason(
+    world: World, filename: str, data: bytes, words: str
+) -> None:
+    learner = world.learner()
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        learner,
+        "submit",
+        options={"task": BUILD},
+        attachments=[(filename, data)],
+    )
+    reply = await handle.wait_for(lambda m: not m.loading, timeout=10)
+    assert words in reply.content, reply.content
+    with sqlite3.connect(world.database) as db:
+        queued = db.execute(
+            "SELECT COUNT(*) FROM submissions JOIN members ON members.id = submissions.member_id "
+            "WHERE members.user_id = ?",
+            (learner.id,),
+        ).fetchone()[0]
+    assert queued == 0  # nothing was queued for a rejected file
+
+
+async def test_submit_unknown_task_typed_by_hand(world: World) -> None:
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.learner(),
+        "submit",
+        options={"task": "go-brrrr/nope"},
+        attachments=[("s.py", b"x = 1\n")],
+    )
+    reply = await handle.wait_for(lambda m: not m.loading, timeout=10)
+    assert "There is no task `go-brrrr/nope`" in reply.content
+
+
+async def test_answer_quiz_in_a_modal_marks_each_answer(world: World) -> None:
+    learner = world.learner()
+    handle = await world.fake.invoke_slash(
+        world.guild, world.quests, learner, "answer", options={"task": "go-brrrr/shape-predictions"}
+    )
+    modal = await handle.modal()
+    ids = [row["components"][0]["custom_id"] for row in modal["components"]]
+    submitted = await world.fake.submit_modal(
+        handle, dict(zip(ids, ["4x128x128", "(4, 128, 128)", "(4, 64, 64)"], strict=True))
+    )
+    reply = await submitted.original()
+    assert reply.content.startswith("Passed")  # 2 of 3 passes with partial credit
+    assert "+20 XP" in reply.content
+    text = _text(reply)
+    assert text.count("✓") == 2 and text.count("✗") == 1
+
+
+async def test_done_awards_once(world: World) -> None:
+    learner = world.learner()
+    first = await world.fake.invoke_slash(
+        world.guild, world.quests, learner, "done", options={"task": "go-brrrr/zero-to-hero"}
+    )
+    assert "+20 XP" in (await first.original()).content
+    again = await world.fake.invoke_slash(
+        world.guild, world.quests, learner, "done", options={"task": "go-brrrr/zero-to-hero"}
+    )
+    assert "already" in (await again.original()).content
+
+
+async def test_profile_and_leaderboard(world: World) -> None:
+    learner = world.learner()
+    done = await world.fake.invoke_slash(
+        world.guild, world.quests, learner, "done", options={"task": "go-brrrr/matrix-drill"}
+    )
+    await done.original()
+    profile = await world.fake.invoke_slash(world.guild, world.quests, learner, "profile")
+    card = await profile.wait_for(lambda m: bool(m.attachments), timeout=15)
+    assert card.attachments[0].data.startswith(b"\x89PNG")
+    assert "level 1" in card.content
+    board = await world.fake.invoke_slash(
+        world.guild, world.quests, learner, "leaderboard", options={"period": "all"}
+    )
+    text = _text(await board.original())
+    assert learner.username in text and "you are #" in text

@@ -1,0 +1,99 @@
+"""A discord.py program as a child process talking to a FakeDiscord, started through
+``launch.py`` the way a user starts it, with its output kept for assertions and failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from tests.fakediscord.server import Urls
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCHER = "tests.fakediscord.launch"
+#: inherited from the test's environment; everything else is explicit
+PASSED_THROUGH = ("PATH", "HOME", "LANG", "TMPDIR")
+
+
+class BotProcess:
+    """``entry`` is ``MODULE:FUNCTION`` for the launcher; None runs the bot (``bot.cli:main``)."""
+
+    def __init__(
+        self,
+        urls: Urls,
+        args: Sequence[str],
+        *,
+        entry: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        launcher_options: Sequence[str] = (),
+    ) -> None:
+        chosen = [] if entry is None else ["--entry", entry]
+        launcher = [sys.executable, "-m", LAUNCHER, urls.api, urls.gateway, *launcher_options]
+        self._command = [*launcher, *chosen, "--", *args]
+        base = {k: os.environ[k] for k in PASSED_THROUGH if k in os.environ}
+        self._env = {**base, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", **(env or {})}
+        self._cwd = cwd or REPO
+        self._process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self.lines: list[str] = []
+
+    @property
+    def output(self) -> str:
+        """Everything the program printed (stdout and stderr) so far."""
+        return "\n".join(self.lines)
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._process is None else self._process.returncode
+
+    async def start(self) -> None:
+        self._process = await asyncio.create_subprocess_exec(
+            *self._command,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=self._env,
+            cwd=self._cwd,
+        )
+        self._reader = asyncio.create_task(self._collect(self._process))
+
+    async def _collect(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout is not None
+        async for line in process.stdout:
+            self.lines.append(line.decode(errors="replace").rstrip("\n"))
+
+    async def stop(self, grace: float = 10.0) -> int:
+        """Ctrl-C (as a user stops it), then a kill if it has not exited within ``grace`` s."""
+        process = self._process
+        if process is None:
+            raise RuntimeError("the process was never started")
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGINT)
+            try:
+                await asyncio.wait_for(process.wait(), grace)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        if self._reader is not None:
+            await self._reader
+        return process.returncode if process.returncode is not None else -1
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()

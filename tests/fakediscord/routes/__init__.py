@@ -1,0 +1,12 @@
+"""HTTP routes, one module per area of Discord's API."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from tests.fakediscord.routes import cdn, channels, commands, identity, interactions
+
+
+def add_routes(app: web.Application) -> None:
+    for module in (identity, channels, commands, interactions, cdn):
+        app.add_routes(module.routes)

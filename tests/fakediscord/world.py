@@ -1,0 +1,192 @@
+"""The in-memory Discord: users, servers, channels, messages, DMs.
+
+Tests build it with the ``add_*`` methods before the bot connects; routes read
+and change it. Lookups raise the ``ApiError`` Discord would return for a missing
+object, so routes stay short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TypeVar
+
+from tests.fakediscord import errors
+from tests.fakediscord.clock import FakeClock
+from tests.fakediscord.ids import Snowflakes
+from tests.fakediscord.messages import Attachment, Message
+from tests.fakediscord.models import DM_CHANNEL, Application, Channel, Guild, Member, Role, User
+from tests.fakediscord.permissions import (
+    DM_DEFAULT,
+    EVERYONE_DEFAULT,
+    MEMBER_OVERWRITE,
+    ROLE_OVERWRITE,
+    Overwrite,
+    apply_overwrites,
+    base_permissions,
+)
+
+T = TypeVar("T")
+
+
+class World:
+    def __init__(self, ids: Snowflakes, clock: FakeClock, *, app_name: str) -> None:
+        self._ids = ids
+        self._clock = clock
+        self.users: dict[int, User] = {}
+        self.guilds: dict[int, Guild] = {}
+        self.channels: dict[int, Channel] = {}
+        self.messages: dict[int, Message] = {}
+        #: every stored file by attachment id, served by the CDN route
+        self.files: dict[int, Attachment] = {}
+        self._dm_channels: dict[int, int] = {}
+        bot_id = ids.next()
+        bot = User(id=bot_id, username=app_name, bot=True)
+        owner = self.add_user(f"{app_name}-developer")
+        self.users[bot_id] = bot
+        # Like every modern app, the application id is the bot user's id.
+        self.application = Application(id=bot_id, name=app_name, owner=owner, bot=bot)
+
+    @property
+    def bot(self) -> User:
+        return self.application.bot
+
+    # building
+
+    def add_user(self, username: str, *, dms_open: bool = True, bot: bool = False) -> User:
+        user = User(id=self._ids.next(), username=username, dms_open=dms_open, bot=bot)
+        self.users[user.id] = user
+        return user
+
+    def add_guild(
+        self,
+        name: str,
+        *,
+        owner: User | None = None,
+        everyone_permissions: int = EVERYONE_DEFAULT,
+        bot_permissions: int = EVERYONE_DEFAULT,
+        premium_tier: int = 0,
+    ) -> Guild:
+        """A server the bot is in; the bot gets a role of its own with ``bot_permissions``."""
+        guild_id = self._ids.next()
+        owner = owner or self.add_user(f"{name}-owner")
+        guild = Guild(id=guild_id, name=name, owner_id=owner.id, premium_tier=premium_tier)
+        guild.roles[guild_id] = Role(guild_id, guild_id, "@everyone", everyone_permissions)
+        self.guilds[guild_id] = guild
+        bot_role = self.add_role(guild, self.bot.username, permissions=bot_permissions)
+        self.add_member(guild, owner)
+        self.add_member(guild, self.bot, roles=[bot_role])
+        return guild
+
+    def add_role(
+        self, guild: Guild, name: str, *, permissions: int = 0, mentionable: bool = False
+    ) -> Role:
+        role = Role(
+            id=self._ids.next(),
+            guild_id=guild.id,
+            name=name,
+            permissions=permissions,
+            position=len(guild.roles),
+            mentionable=mentionable,
+        )
+        guild.roles[role.id] = role
+        return role
+
+    def add_member(
+        self, guild: Guild, user: User, *, roles: Iterable[Role] = (), nick: str | None = None
+    ) -> Member:
+        member = Member(
+            user=user,
+            guild_id=guild.id,
+            role_ids=[r.id for r in roles],
+            joined_at=self._clock.iso(),
+            nick=nick,
+        )
+        guild.members[user.id] = member
+        return member
+
+    def add_channel(self, guild: Guild, name: str, *, topic: str | None = None) -> Channel:
+        channel = Channel(
+            id=self._ids.next(),
+            name=name,
+            guild_id=guild.id,
+            position=len(guild.channels),
+            topic=topic,
+        )
+        guild.channels[channel.id] = channel
+        self.channels[channel.id] = channel
+        return channel
+
+    def set_overwrite(
+        self, channel: Channel, target: Role | User, *, allow: int = 0, deny: int = 0
+    ) -> None:
+        kind = ROLE_OVERWRITE if isinstance(target, Role) else MEMBER_OVERWRITE
+        channel.overwrites[target.id] = Overwrite(target.id, kind, allow=allow, deny=deny)
+
+    def dm_channel(self, user: User) -> Channel:
+        """The bot's DM channel with ``user``, opened on first use like Discord does."""
+        existing = self.existing_dm(user)
+        if existing is not None:
+            return existing
+        channel = Channel(id=self._ids.next(), name="", kind=DM_CHANNEL, recipient=user)
+        self.channels[channel.id] = channel
+        self._dm_channels[user.id] = channel.id
+        return channel
+
+    def existing_dm(self, user: User) -> Channel | None:
+        channel_id = self._dm_channels.get(user.id)
+        return None if channel_id is None else self.channels[channel_id]
+
+    # lookups
+
+    def user(self, user_id: int | str) -> User:
+        return _get(self.users, user_id, "User")
+
+    def guild(self, guild_id: int | str) -> Guild:
+        return _get(self.guilds, guild_id, "Guild")
+
+    def channel(self, channel_id: int | str) -> Channel:
+        return _get(self.channels, channel_id, "Channel")
+
+    def member(self, guild: Guild, user_id: int | str) -> Member:
+        return _get(guild.members, user_id, "Member")
+
+    def message(self, channel: Channel, message_id: int | str) -> Message:
+        message = _get(self.messages, message_id, "Message")
+        if message.channel_id != channel.id or message.deleted:
+            raise errors.unknown("Message")
+        return message
+
+    def channel_messages(self, channel_id: int) -> list[Message]:
+        return [m for m in self.messages.values() if m.channel_id == channel_id and not m.deleted]
+
+    # permissions
+
+    def permissions_in(self, channel: Channel, user: User) -> int:
+        """``user``'s permissions in ``channel``, overwrites included."""
+        if channel.guild_id is None:
+            return DM_DEFAULT
+        guild = self.guilds[channel.guild_id]
+        member = guild.members.get(user.id)
+        if member is None:
+            return 0
+        return apply_overwrites(
+            self.guild_permissions(guild, member),
+            guild_id=guild.id,
+            user_id=user.id,
+            role_ids=member.role_ids,
+            overwrites=channel.overwrites,
+        )
+
+    def guild_permissions(self, guild: Guild, member: Member) -> int:
+        return base_permissions(
+            is_owner=member.user.id == guild.owner_id,
+            everyone=guild.everyone.permissions,
+            role_permissions=(guild.roles[r].permissions for r in member.role_ids),
+        )
+
+
+def _get(table: dict[int, T], key: int | str, what: str) -> T:
+    try:
+        return table[int(key)]
+    except (KeyError, ValueError):
+        raise errors.unknown(what) from None

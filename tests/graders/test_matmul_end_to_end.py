@@ -1,0 +1,94 @@
+"""Each example submission graded for real: validated, run in the sandbox, judged.
+
+Learner code runs only inside ``bot.sandbox``'s jobs, never in this process.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.grading.service import SandboxRunner
+from bot.grading.submission_input import validate_submission
+from bot.sandbox import Zygote
+from bot.sandbox.api import SandboxRequest
+from graders.base import Verdict
+from graders.matmul_three_ways import MatmulThreeWays
+
+TASK = "go-brrrr/matmul-three-ways"
+SOLUTIONS = Path(__file__).parent / "solutions"
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[SandboxRunner]:
+    """One warm zygote for the module; whatever isolation it has is fine for our examples."""
+    with Zygote() as running:
+        yield running
+
+
+def grade(zygote: SandboxRunner, name: str) -> Verdict:
+    prepared = validate_submission(name, (SOLUTIONS / name).read_bytes())
+    grader = MatmulThreeWays()
+    plan = grader.plan(secrets.randbits(62), "cpu")
+    request = SandboxRequest(prepared.source, name, plan.calls, grader.limits)
+    result = zygote.run(request)
+    return grader.judge(TASK, plan, result, prepared.source)
+
+
+def messages(verdict: Verdict) -> str:
+    return "\n".join(f"{c.name}: {c.message}" for c in verdict.checks)
+
+
+@pytest.mark.parametrize("name", ["correct.py", "correct_alt.py", "correct_magics.ipynb"])
+def test_correct_submissions_pass(zygote: SandboxRunner, name: str) -> None:
+    verdict = grade(zygote, name)
+    assert verdict.status == "passed", messages(verdict)
+    assert verdict.score == 1.0
+
+
+def test_a_correct_triple_loop_grades_in_under_a_second(zygote: SandboxRunner) -> None:
+    grade(zygote, "correct.py")  # the first job may pay for warming the zygote up
+    started = time.perf_counter()
+    verdict = grade(zygote, "correct.py")
+    assert verdict.status == "passed"
+    assert time.perf_counter() - started < 1.0
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("wrong_values.py", "entries wrong, max abs error"),
+        ("wrong_list.py", "returned a list"),
+        ("wrong_none.py", "returned None"),
+        ("wrong_shape.py", "you computed the transpose"),
+        ("wrong_dtype.py", "expected dtype float64, got float32"),
+        ("wrong_index.py", "raised IndexError"),
+        ("wrong_missing.py", "matmul_columns is not defined"),
+        ("cheat_operator.py", "the @ operator is a matrix product"),
+        ("cheat_hidden.py", "imports torch.matmul"),
+        ("cheat_dynamic.py", "getattr with a computed name"),
+    ],
+)
+def test_wrong_and_cheating_submissions_fail(
+    zygote: SandboxRunner, name: str, expected: str
+) -> None:
+    verdict = grade(zygote, name)
+    assert verdict.status == "failed"
+    assert verdict.score < 1.0
+    assert expected in messages(verdict)
+
+
+def test_the_sandbox_op_record_backs_up_the_scan(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "cheat_operator.py")
+    assert "torch recorded" in messages(verdict)
+
+
+def test_numpy_cheats_fail_whether_or_not_numpy_is_installed(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "cheat_numpy.py")
+    assert verdict.status == "failed"
+    assert verdict.score <= 0.5  # right answers at best, never the method checks
+    assert not any(c.passed for c in verdict.checks if "builds the product" in c.name)

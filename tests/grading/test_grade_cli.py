@@ -1,0 +1,84 @@
+"""``brrrbot grade`` and ``brrrbot worker --check`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support import REPO, SEED_QUESTS, run_cli
+
+SOLUTIONS = REPO / "tests" / "graders" / "solutions"
+TASK = "go-brrrr/matmul-three-ways"
+ENV = {"QUESTS_DIR": str(SEED_QUESTS)}
+
+
+def test_grade_correct_file_passes(tmp_path: Path) -> None:
+    result = run_cli("grade", str(SOLUTIONS / "correct.py"), "--task", TASK, cwd=tmp_path, env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"{TASK}: Passed (score 1.00")
+    assert result.stdout.count("✓") == 6
+
+
+@pytest.mark.parametrize(
+    ("name", "check"),
+    [
+        ("wrong_values.py", "max abs error"),
+        ("wrong_list.py", "list"),
+        ("cheat_operator.py", "whole-matrix product"),
+    ],
+)
+def test_grade_json_failed(name: str, check: str, tmp_path: Path) -> None:
+    result = run_cli(
+        "grade", str(SOLUTIONS / name), "--task", TASK, "--json", cwd=tmp_path, env=ENV
+    )
+    assert result.returncode == 1, result.stderr
+    verdict = json.loads(result.stdout)
+    assert {"task", "status", "score", "checks", "feedback", "duration_s", "device"} <= set(verdict)
+    assert verdict["task"] == TASK and verdict["status"] == "failed"
+    assert 0 <= verdict["score"] < 1 and verdict["device"] == "cpu"
+    failed = [c for c in verdict["checks"] if not c["passed"]]
+    assert failed and all({"name", "passed", "message"} <= set(c) for c in verdict["checks"])
+    assert any(check in c["message"] for c in failed), failed
+
+
+def test_grade_list(tmp_path: Path) -> None:
+    result = run_cli("grade", "--list", cwd=tmp_path, env=ENV)
+    assert result.returncode == 0
+    assert result.stdout.split()[0] == TASK
+    assert "shape-predictions" not in result.stdout  # quizzes are not graded from files
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--task", "go-brrrr/nope"], "unknown task"),
+        (["--task", "go-brrrr/shape-predictions"], "quiz task"),
+        (["--task", TASK, "--json"], "cannot read"),
+    ],
+)
+def test_grade_bad_input_exits_2(args: list[str], words: str, tmp_path: Path) -> None:
+    target = str(SOLUTIONS / "correct.py") if "cannot read" not in words else "missing.py"
+    result = run_cli("grade", target, *args, cwd=tmp_path, env=ENV)
+    assert result.returncode == 2
+    assert words in result.stderr and "Traceback" not in result.stderr
+
+
+def test_grade_rejects_bad_files_before_grading(tmp_path: Path) -> None:
+    (tmp_path / "empty.py").write_bytes(b"")
+    (tmp_path / "solution.txt").write_text("print(1)")
+    (tmp_path / "binary.py").write_bytes(b"\x00\x01\x02\x89PNG")
+    for name in ("empty.py", "solution.txt", "binary.py"):
+        result = run_cli("grade", name, "--task", TASK, cwd=tmp_path, env=ENV)
+        assert result.returncode == 2, name
+        assert result.stderr.startswith(f"brrrbot: error: {name}: ")
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_worker_check_reports_layers(tmp_path: Path) -> None:
+    result = run_cli("worker", "--check", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for layer in ("no network", "resource limits", "every process killed at job end"):
+        assert layer in result.stdout
+    assert "minimum isolation (required layers): OK" in result.stdout

@@ -1,0 +1,230 @@
+"""Hostile submissions that try to exhaust the host: processes, memory, CPU, time, output.
+
+Besides the verdict, each test checks that the limit bit at the right place:
+the job was stopped early, nothing of it survives (the ``sandbox`` fixture
+scans /proc), and the host's own files and processes are untouched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import uuid
+from pathlib import Path
+
+import torch
+
+from bot.sandbox.api import MiB
+from bot.sandbox.client import Zygote
+from tests.sandbox.support import ADD, FAST, add_call, request, to_tensor
+
+
+def test_bounded_fork_bomb_is_capped_and_reaped(sandbox: Zygote) -> None:
+    source = """
+import os, time
+def add(a, b):
+    children = 0
+    for _ in range(500):
+        try:
+            if os.fork() == 0:
+                time.sleep(30)
+                os._exit(0)
+            children += 1
+        except OSError:
+            break
+    print("forked", children)
+    return a + b
+"""
+    limits = dataclasses.replace(FAST, processes=16)
+    result = sandbox.run(request(source, limits=limits))
+    assert result.status == "ok"
+    forked = int(result.stdout.split()[-1])
+    assert 0 < forked < limits.processes  # the sixteen-process budget held
+
+
+def test_unbounded_fork_bomb_ends_at_the_wall_limit(sandbox: Zygote) -> None:
+    source = """
+import os, time
+while True:
+    try:
+        os.fork()
+    except OSError:
+        time.sleep(0.01)
+"""
+    limits = dataclasses.replace(FAST, wall_s=1.5, processes=24)
+    result = sandbox.run(request(source, limits=limits))
+    assert result.status == "timeout"
+    assert result.wall_s < 2.5
+
+
+def test_memory_bomb_of_python_objects(sandbox: Zygote) -> None:
+    source = (
+        """
+blocks = []
+while True:
+    blocks.append(b"x" * (16 << 20))
+"""
+        + ADD
+    )
+    limits = dataclasses.replace(FAST, memory_bytes=256 * MiB)
+    result = sandbox.run(request(source, limits=limits))
+    assert result.status == "memory"
+    assert result.message == "memory limit 256 MiB exceeded"
+
+
+def test_memory_bomb_of_tensors(sandbox: Zygote) -> None:
+    source = """
+import torch
+def add(a, b):
+    keep = [torch.ones(1 << 26) for _ in range(64)]  # 16 GiB if nothing stopped it
+    return a + b
+"""
+    limits = dataclasses.replace(FAST, memory_bytes=256 * MiB)
+    result = sandbox.run(request(source, limits=limits))
+    assert result.status == "memory"
+    assert result.calls[0].tensor is None
+
+
+def test_memory_bomb_in_tmpfs_is_charged_to_the_job(sandbox: Zygote) -> None:
+    before = shutil.disk_usage("/dev/shm").used
+    source = (
+        """
+chunk = b"x" * (8 << 20)
+for i in range(64):
+    with open(f"/dev/shm/fill{i}", "wb") as handle:
+        handle.write(chunk)
+"""
+        + ADD
+    )
+    limits = dataclasses.replace(
+        FAST, memory_bytes=128 * MiB, scratch_bytes=1024 * MiB, file_bytes=16 * MiB
+    )
+    result = sandbox.run(request(source, limits=limits))
+    assert result.status == "memory"  # the cgroup, not the rlimits, stopped it
+    assert shutil.disk_usage("/dev/shm").used - before < 64 * MiB  # the host's shm got nothing
+
+
+def test_cpu_loop_hits_the_cpu_limit_before_the_wall(sandbox: Zygote) -> None:
+    limits = dataclasses.replace(FAST, cpu_s=1.0, wall_s=6.0)
+    result = sandbox.run(request("while True:\n    pass\n", limits=limits))
+    assert (result.status, result.message) == ("timeout", "CPU time limit 1 s exceeded")
+    assert result.wall_s < 3.0
+
+
+def test_ignoring_sigxcpu_still_ends_at_the_hard_cpu_limit(sandbox: Zygote) -> None:
+    source = """
+import resource, signal
+signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+try:
+    resource.setrlimit(resource.RLIMIT_CPU, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+except ValueError as exc:
+    print("raise refused", exc)
+while True:
+    pass
+"""
+    limits = dataclasses.replace(FAST, cpu_s=1.0, wall_s=6.0)
+    result = sandbox.run(request(source, limits=limits))
+    assert result.status == "timeout"
+    assert "raise refused" in result.stdout
+    assert result.wall_s < 4.0
+
+
+def test_sleeping_forever_hits_the_wall_limit(sandbox: Zygote) -> None:
+    limits = dataclasses.replace(FAST, wall_s=1.0)
+    source = "import time\ndef add(a, b):\n    time.sleep(3600)\n"
+    result = sandbox.run(request(source, limits=limits))
+    assert (result.status, result.message) == ("timeout", "time limit 1 s exceeded")
+    assert 1.0 <= result.wall_s < 1.5
+    assert result.calls[0].status == "skipped"
+
+
+def test_ignoring_sigterm_does_not_matter(sandbox: Zygote) -> None:
+    source = """
+import signal, time
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(sig, signal.SIG_IGN)
+time.sleep(3600)
+"""
+    limits = dataclasses.replace(FAST, wall_s=1.0)
+    result = sandbox.run(request(source, limits=limits))
+    assert result.status == "timeout"
+    assert result.wall_s < 1.5
+
+
+def test_output_flood_is_cut_at_the_cap(sandbox: Zygote) -> None:
+    source = (
+        "import sys\nwhile True:\n    print('x' * 1000)\n    print('y' * 1000, file=sys.stderr)\n"
+    )
+    result = sandbox.run(request(source))
+    assert result.status == "output_limit"
+    assert len(result.stdout) <= FAST.stdout_bytes
+    assert len(result.stderr) <= FAST.stdout_bytes
+    assert result.wall_s < 1.0
+
+
+def test_enormous_output_tensor_is_refused_before_it_is_read(sandbox: Zygote) -> None:
+    source = "import torch\ndef add(a, b):\n    return torch.ones(4 << 20)\n"  # 16 MiB of float32
+    result = sandbox.run(request(source))
+    assert result.status == "output_limit"
+    assert result.calls[0].tensor is None
+
+
+def test_thousands_of_threads_fail_to_start(sandbox: Zygote) -> None:
+    source = """
+import threading, time
+def add(a, b):
+    for _ in range(5000):
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+    return a + b
+"""
+    result = sandbox.run(request(source))
+    assert result.status == "ok"
+    (call,) = result.calls
+    assert call.status == "raised"
+    assert "can't start new thread" in call.error
+
+
+def test_deep_recursion_is_contained(sandbox: Zygote) -> None:
+    source = """
+import sys
+sys.setrecursionlimit(10 ** 7)
+def add(a, b):
+    return add(a, b) + 1
+"""
+    limits = dataclasses.replace(FAST, memory_bytes=256 * MiB)
+    result = sandbox.run(request(source, limits=limits))
+    assert result.status in ("memory", "crashed")
+
+
+def test_scratch_space_is_capped_and_host_tmp_untouched(sandbox: Zygote) -> None:
+    name = f"brrrbot-fill-{uuid.uuid4().hex}"
+    source = f"""
+import os
+written = 0
+try:
+    for i in range(64):
+        with open(f"/tmp/{name}-{{i}}", "wb") as handle:
+            handle.write(b"x" * (512 << 10))
+        written += 1
+except OSError as exc:
+    print("stopped", exc.errno)
+print("files", written)
+{ADD}"""
+    limits = dataclasses.replace(FAST, scratch_bytes=4 * MiB)
+    result = sandbox.run(request(source, limits=limits))
+    assert "stopped 28" in result.stdout  # ENOSPC at the 4 MiB tmpfs
+    assert not list(Path("/tmp").glob(f"{name}-*"))
+
+
+def test_many_calls_respect_the_shared_output_budget(sandbox: Zygote) -> None:
+    calls = tuple(add_call(seed, label=f"call {seed}")[0] for seed in range(8))
+    source = "import torch\ndef add(a, b):\n    return torch.zeros(96 << 10)\n"  # 384 KiB each
+    limits = dataclasses.replace(FAST, output_bytes=1 * MiB)
+    result = sandbox.run(request(source, calls, limits=limits))
+    assert result.status == "output_limit"
+    returned = [c for c in result.calls if c.tensor is not None]
+    assert len(returned) == 2
+    assert all(
+        torch.equal(to_tensor(c.tensor), torch.zeros(96 << 10)) for c in returned if c.tensor
+    )
+    assert sum(c.tensor.nbytes for c in returned if c.tensor) <= limits.output_bytes
