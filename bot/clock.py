@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+#: how often time-based work (scheduled posts) looks at the clock again
+RECHECK_S = 20.0
+
 _source: Callable[[], datetime] = lambda: datetime.now(UTC)  # noqa: E731
 
 

@@ -35,7 +35,7 @@ from bot.db.models import (
 from bot.exts.common import UserFacingError, display_name, guild_id_of, quest_autocomplete
 from bot.exts.schedule import PostFailed, Schedule, previous_week
 from bot.grading import queue
-from bot.presentation.limits import truncate
+from bot.presentation.limits import batch_embeds, truncate
 from bot.presentation.quests import quest_embeds
 from bot.presentation.safety import no_pings
 from bot.progress.dialect import upsert
@@ -244,8 +244,10 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
             heading="Preview" + (" (replaces the current version)" if replaces else ""),
         )
         view = PublishView(self, interaction.user.id, quest)
+        first, *rest = batch_embeds(preview)
+        more = f" (preview shortened: {len(rest)} more message(s) of text)" if rest else ""
         await interaction.edit_original_response(
-            content="Publish this quest to the server's map?", embeds=preview[:9], view=view
+            content=f"Publish this quest to the server's map?{more}", embeds=first, view=view
         )
 
     async def publish(self, interaction: discord.Interaction, quest: Quest) -> None:

@@ -1,6 +1,6 @@
 """The daily quest post and the weekly leaderboard post, each once per period per server.
 
-A loop wakes every ``TICK_S`` (and at once when a moderator changes the
+A loop wakes every ``clock.RECHECK_S`` (and at once when a moderator changes the
 setup), asks ``bot.progress.schedule.catch_up`` which post is due for each
 server, claims it in the post log and sends it.  After downtime only the
 latest due period is posted: one catch-up post, not one per missed day.
@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import io
 import logging
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import discord
@@ -22,7 +22,6 @@ from sqlalchemy import select
 from bot import clock, post_log
 from bot.app import BrrrBot
 from bot.content import Quest
-from bot.curriculum.guild_map import today_quest
 from bot.db.models import Guild
 from bot.presentation.images import weekly_chart
 from bot.presentation.limits import batch_embeds, fit_embed, truncate
@@ -33,8 +32,6 @@ from bot.progress.periods import Period, local_date, week_of
 from bot.progress.schedule import PostKind, PostSchedule, catch_up
 
 log = logging.getLogger(__name__)
-
-TICK_S = 20.0
 
 
 class PostFailed(Exception):
@@ -66,7 +63,7 @@ class Schedule(commands.Cog):
                 log.exception("scheduled posts failed; retrying next tick")
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), TICK_S)
+                await asyncio.wait_for(self._wake.wait(), clock.RECHECK_S)
 
     async def tick(self) -> None:
         async with self.bot.services.reads() as session:
@@ -89,7 +86,7 @@ class Schedule(commands.Cog):
         async with self.bot.services.reads() as session:
             last = await post_log.last_period(session, guild.id, kind)
         due = catch_up(schedule, kind, now, last)
-        if due is None:
+        if due is None or _before_setup(guild, due.fire_at):
             return
         async with self.bot.services.sessions() as session, session.begin():
             post_id = await post_log.claim(session, guild.id, kind, due.key, now)
@@ -97,7 +94,7 @@ class Schedule(commands.Cog):
             return
         try:
             if kind == "daily_quest":
-                message = await self.post_daily(guild, None)
+                message = await self.post_daily(guild, None, date.fromisoformat(due.key))
             else:
                 message = await self.post_weekly(guild, previous_week(guild, now))
         except (PostFailed, discord.HTTPException) as exc:
@@ -128,14 +125,18 @@ class Schedule(commands.Cog):
             raise PostFailed(f"I cannot post in #{channel.name}: missing {', '.join(missing)}")
         return channel
 
-    async def post_daily(self, guild: Guild, quest: Quest | None) -> discord.Message:
-        """Post a quest (today's by default) in the quest channel; the first message is returned."""
+    async def post_daily(
+        self, guild: Guild, quest: Quest | None, day: date | None = None
+    ) -> discord.Message:
+        """Post the quest of a local ``day`` (default today), or the given quest, in the quest
+        channel; the first message is returned."""
         channel = self._channel(guild)
         guild_map = await self.bot.services.guild_map(guild.id)
-        quest = quest or today_quest(guild_map, guild, clock.now())
+        day = day or local_date(clock.now(), ZoneInfo(guild.timezone))
+        start = guild.schedule_start or day
+        quest = quest or guild_map.quest_on(start, day)
         if quest is None:
             raise PostFailed("this server's map has no quests enabled")
-        day = local_date(clock.now(), ZoneInfo(guild.timezone))
         embeds = quest_embeds(
             quest,
             phase_title=guild_map.phase_titles.get(quest.phase, quest.phase),
@@ -182,6 +183,13 @@ class Schedule(commands.Cog):
         return await channel.send(
             embed=fit_embed(embed), file=discord.File(io.BytesIO(chart), filename="week.png")
         )
+
+
+def _before_setup(guild: Guild, fire_at: datetime) -> bool:
+    """Posts due before the server was set up are not caught up (no stale first post)."""
+    if guild.schedule_start is None:
+        return False
+    return local_date(fire_at, ZoneInfo(guild.timezone)) < guild.schedule_start
 
 
 def previous_week(guild: Guild, now: datetime) -> Period:

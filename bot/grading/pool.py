@@ -16,11 +16,12 @@ import sys
 import time
 
 from bot.config import Settings
-from bot.content import load_content
+from bot.content import BuildTask, load_content
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.errors import UserError
 from bot.grading.worker import Worker
 from bot.sandbox import Zygote, format_report, minimum_ok
+from graders import load_grader
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,8 @@ def worker_command(count: int, *, insecure: bool) -> list[str]:
 
 async def _run_one(settings: Settings, *, insecure: bool) -> int:
     content = load_content(settings.quests_dir)
+    for name in {t.grader for q in content.quests for t in q.tasks if isinstance(t, BuildTask)}:
+        load_grader(name)  # import graders (and torch) now, not during the first job
     with Zygote() as zygote:
         layers = zygote.isolation_report()
         for line in format_report(layers).splitlines():

@@ -146,14 +146,16 @@ def build(plan: Plan, limits: Limits, uid: int, gid: int, mount_point: str = "/t
     _tmpfs(root, "size=1m,nr_inodes=4096,mode=0755")
     for path, target in plan.links:
         os.symlink(target, root + path)
+    # The writable tmpfs go first, so a Python installation that lives under /tmp (a
+    # virtualenv in a checkout there) is bound on top of the job's /tmp, not hidden by it.
+    _tmpfs(root + "/tmp", f"size={limits.scratch_bytes},nr_inodes=16384,mode=1777")
+    owner = f"mode=0700,uid={uid},gid={gid}"
+    _tmpfs(root + SCRATCH, f"size={limits.scratch_bytes},nr_inodes=16384,{owner}")
     for bind in plan.binds:
         _bind(root, bind, sources[bind], linux.MS_NODEV)
     _populate_dev(root, {d: sources[d] for d in plan.devices}, limits)
     for fd in sources.values():
         os.close(fd)
-    _tmpfs(root + "/tmp", f"size={limits.scratch_bytes},nr_inodes=16384,mode=1777")
-    owner = f"mode=0700,uid={uid},gid={gid}"
-    _tmpfs(root + SCRATCH, f"size={limits.scratch_bytes},nr_inodes=16384,{owner}")
     proc = root + "/proc"
     os.makedirs(proc)
     linux.mount("proc", proc, "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)

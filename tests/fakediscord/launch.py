@@ -76,9 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         clock.set_source(FileClock(options.clock_file))
     if options.schedule_tick is not None:
-        from bot.exts import schedule
+        from bot import clock
 
-        schedule.TICK_S = options.schedule_tick
+        clock.RECHECK_S = options.schedule_tick
     module_name, _, function = options.entry.partition(":")
     entry = getattr(importlib.import_module(module_name), function)
     return int(entry(args[split + 1 :]) or 0)

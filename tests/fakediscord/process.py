@@ -51,6 +51,10 @@ class BotProcess:
         return "\n".join(self.lines)
 
     @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    @property
     def returncode(self) -> int | None:
         return None if self._process is None else self._process.returncode
 

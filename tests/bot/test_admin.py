@@ -1,0 +1,238 @@
+"""The /admin group: permissions checked by the bot itself, and what each subcommand does."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sqlite3
+
+import pytest
+
+from tests.bot.conftest import World
+from tests.bot.test_learner_commands import _text
+from tests.fakediscord import Message, User
+from tests.support import REPO
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SUBCOMMANDS = {
+    "admin setup": {"channel": "quests"},
+    "admin post-quest": {},
+    "admin post-leaderboard": {},
+    "admin quest-disable": {"quest": "go-brrrr"},
+    "admin schedule": {"quest": "go-brrrr", "date": "2099-01-01"},
+    "admin xp": {"member": "self", "amount": 5, "reason": "test"},
+    "admin regrade": {"submission": 1},
+    "admin export": {},
+}
+
+
+def _options(world: World, name: str, user: User) -> dict[str, object]:
+    options = dict(SUBCOMMANDS[name])
+    if "channel" in options:
+        options["channel"] = world.quests
+    if options.get("member") == "self":
+        options["member"] = user
+    return options
+
+
+async def _setup(world: World) -> None:
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.owner,
+        "admin setup",
+        options={"channel": world.quests, "time": "00:00", "moderator_role": world.mods},
+    )
+    assert "The daily quest goes to" in (await handle.original()).content
+
+
+async def test_a_plain_member_cannot_see_admin(world: World) -> None:
+    learner = world.learner()
+    with pytest.raises(PermissionError):  # Discord hides it: default_member_permissions
+        await world.fake.invoke_slash(
+            world.guild, world.quests, learner, "admin export", options={}
+        )
+
+
+@pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
+async def test_the_bot_refuses_a_plain_member_even_if_discord_lets_them(
+    world: World, name: str
+) -> None:
+    learner = world.learner()
+    world.fake.set_command_permission(world.guild, "admin", learner, allow=True)
+    handle = await world.fake.invoke_slash(
+        world.guild, world.quests, learner, name, options=_options(world, name, learner)
+    )
+    reply = await handle.original()
+    assert reply.ephemeral and "Only moderators can use /admin" in reply.content
+
+
+async def test_setup_posts_todays_quest_within_seconds(world: World) -> None:
+    await _setup(world)
+    posted = await world.fake.wait_for_message(
+        world.quests, lambda m: "Quest of the day" in _text(m), timeout=10
+    )
+    assert "Go Brrrr" in _text(posted)
+    assert posted.pings.everyone is False
+
+
+async def test_setup_rejects_bad_time_and_zone(world: World) -> None:
+    for options, words in (
+        ({"time": "25:00"}, "not a time of day"),
+        ({"timezone": "Mars/Olympus"}, "not an IANA time zone"),
+    ):
+        handle = await world.fake.invoke_slash(
+            world.guild,
+            world.quests,
+            world.owner,
+            "admin setup",
+            options={"channel": world.quests, **options},
+        )
+        assert words in (await handle.original()).content
+
+
+async def test_moderator_role_counts_and_xp_revoke_clamps_at_zero(world: World) -> None:
+    await _setup(world)
+    world.fake.set_command_permission(world.guild, "admin", world.mods, allow=True)
+    learner = world.learner()
+    grant = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.moderator,
+        "admin xp",
+        options={"member": learner, "amount": 30, "reason": "great question in #help"},
+    )
+    assert "+30 XP" in (await grant.original()).content
+    revoke = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.moderator,
+        "admin xp",
+        options={"member": learner, "amount": -100, "reason": "duplicate grant"},
+    )
+    text = (await revoke.original()).content
+    assert "-30 XP" in text and "cannot go below 0" in text and "now 0" in text
+    with sqlite3.connect(world.database) as db:
+        actions = [row[0] for row in db.execute("SELECT action FROM audit_log")]
+    assert "xp.grant" in actions and "xp.revoke" in actions
+
+
+async def test_quest_add_preview_publish_and_disable(world: World) -> None:
+    text = (REPO / "quests" / "go-brrrr.yaml").read_text()
+    text = text.replace("id: go-brrrr", "id: go-brrrr-again", 1)
+    text = text.replace("title: Go Brrrr", "title: Go Brrrr, again", 1)
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.owner,
+        "admin quest-add",
+        attachments=[("again.yaml", text.encode())],
+    )
+    preview = await handle.wait_for(lambda m: bool(m.components), timeout=10)
+    assert "Publish this quest" in preview.content
+    click = await world.fake.click_button(preview, _custom_id(preview, "Publish"))
+    assert "Published `go-brrrr-again`" in (await click.original()).content
+    shown = await world.fake.invoke_slash(
+        world.guild, world.quests, world.learner(), "quest", options={"quest": "go-brrrr-again"}
+    )
+    assert "Go Brrrr, again" in _text(await shown.original())
+    disable = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.owner,
+        "admin quest-disable",
+        options={"quest": "go-brrrr-again"},
+    )
+    assert "no longer on this server's map" in (await disable.original()).content
+    gone = await world.fake.invoke_slash(
+        world.guild, world.quests, world.learner(), "quest", options={"quest": "go-brrrr-again"}
+    )
+    assert "There is no quest" in (await gone.original()).content
+
+
+def _custom_id(message: Message, label: str) -> str:
+    for row in message.components:
+        for component in row["components"]:
+            if component.get("label") == label:
+                return component["custom_id"]
+    raise AssertionError(f"no {label!r} button")
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "words"),
+    [
+        ("id: [unclosed\n", "again.yaml:2:1"),
+        ("id: x\ntitle: t\nphase: nowhere\nsummary: s\nreadings: []\ntasks: []\n", "tasks"),
+        (
+            (REPO / "quests" / "go-brrrr.yaml")
+            .read_text()
+            .replace("title: Go Brrrr", "title: Go Brrrr @everyone", 1),
+            "mention",
+        ),
+    ],
+)
+async def test_quest_add_reports_problems(world: World, yaml_text: str, words: str) -> None:
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.owner,
+        "admin quest-add",
+        attachments=[("again.yaml", yaml_text.encode())],
+    )
+    reply = await handle.wait_for(lambda m: not m.loading, timeout=10)
+    assert "The quest has problems" in reply.content and words in reply.content
+    assert not reply.pings.everyone
+
+
+async def test_schedule_rejects_past_dates(world: World) -> None:
+    past = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.owner,
+        "admin schedule",
+        options={"quest": "go-brrrr", "date": "2001-01-01"},
+    )
+    assert "is in the past" in (await past.original()).content
+    bad = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.owner,
+        "admin schedule",
+        options={"quest": "go-brrrr", "date": "tomorrow"},
+    )
+    assert "is not a date" in (await bad.original()).content
+    ok = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.owner,
+        "admin schedule",
+        options={"quest": "go-brrrr", "date": "2099-01-01"},
+    )
+    assert "will be the quest of 2099-01-01" in (await ok.original()).content
+
+
+async def test_export_gives_two_csv_files(world: World) -> None:
+    learner = world.learner()
+    done = await world.fake.invoke_slash(
+        world.guild, world.quests, learner, "done", options={"task": "go-brrrr/matrix-drill"}
+    )
+    await done.original()
+    handle = await world.fake.invoke_slash(world.guild, world.quests, world.owner, "admin export")
+    reply = await handle.wait_for(lambda m: bool(m.attachments), timeout=10)
+    files = {a.filename: a.data.decode() for a in reply.attachments}
+    assert set(files) == {"leaderboard.csv", "xp_ledger.csv"}
+    board = list(csv.DictReader(io.StringIO(files["leaderboard.csv"])))
+    assert any(row["display_name"] == learner.username for row in board)
+
+
+async def test_post_leaderboard_has_a_chart(world: World) -> None:
+    await _setup(world)
+    handle = await world.fake.invoke_slash(
+        world.guild, world.quests, world.owner, "admin post-leaderboard"
+    )
+    assert "Posted week" in (await handle.wait_for(lambda m: not m.loading, timeout=15)).content
+    posted = await world.fake.wait_for_message(
+        world.quests, lambda m: any(a.filename == "week.png" for a in m.attachments), timeout=10
+    )
+    assert posted.attachments[0].data.startswith(b"\x89PNG")

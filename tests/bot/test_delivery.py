@@ -1,0 +1,85 @@
+"""Verdicts that outlive the interaction token, per-member limits, and a torch-free bot."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from tests.bot.conftest import World, start_world
+from tests.fakediscord import User
+from tests.support import REPO
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+CORRECT = (REPO / "tests" / "graders" / "solutions" / "correct.py").read_bytes()
+BUILD = "go-brrrr/matmul-three-ways"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
+    # The bot's clock is set hours past real time, so every interaction token the fake issues
+    # looks expired to the bot: verdicts must go by DM or to the channel.
+    env = {"SUBMISSIONS_PER_HOUR": "2"}
+    tmp = tmp_path_factory.mktemp("delivery")
+    async for started in start_world(tmp, workers=1, clock=True, extra_env=env):
+        setup = await started.fake.invoke_slash(
+            started.guild,
+            started.quests,
+            started.owner,
+            "admin setup",
+            options={"channel": started.quests, "time": "23:59"},
+        )
+        await setup.original()
+        yield started
+
+
+async def _submit(world: World, learner: User) -> str:
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        learner,
+        "submit",
+        options={"task": BUILD},
+        attachments=[("solution.py", CORRECT)],
+    )
+    return (await handle.wait_for(lambda m: not m.loading, timeout=15)).content
+
+
+async def test_late_verdict_goes_by_dm(world: World) -> None:
+    learner = world.learner()
+    assert (await _submit(world, learner)).startswith("Queued")
+    dm = await world.fake.wait_for_dm(learner, lambda m: m.content.startswith("Passed"), 60)
+    assert "+60 XP" in dm.content and dm.embeds
+
+
+async def test_closed_dms_fall_back_to_the_channel_without_details(world: World) -> None:
+    learner = world.learner(dms_open=False)
+    await _submit(world, learner)
+    posted = await world.fake.wait_for_message(
+        world.quests, lambda m: m.content.startswith(f"<@{learner.id}> Passed"), 60
+    )
+    assert "/submissions" in posted.content
+    assert not posted.embeds  # feedback can quote code: never shown to others
+    assert posted.pings.users == {learner.id} and not posted.pings.everyone
+
+
+async def test_one_in_flight_and_hourly_limit(world: World) -> None:
+    learner = world.learner()
+    await _submit(world, learner)
+    second = await _submit(world, learner)
+    assert "still being graded" in second
+    await world.fake.wait_for_dm(learner, lambda m: m.content.startswith("Passed"), 60)
+    assert (await _submit(world, learner)).startswith("Queued")
+    await world.fake.wait_for_dm(
+        learner, lambda m: "#" in m.content and len(world.fake.dms_to(learner)) >= 2, 60
+    )
+    third = await _submit(world, learner)
+    assert "in the last hour (the limit is 2)" in third
+
+
+async def test_the_bot_process_never_loads_torch(world: World) -> None:
+    maps = Path(f"/proc/{world.bot.pid}/maps").read_text()
+    assert "libtorch" not in maps and "torch/_C" not in maps
