@@ -153,6 +153,7 @@ class Answers(commands.Cog):
     async def done(self, interaction: discord.Interaction, task: str) -> None:
         _, quest, found = await find_task(interaction, task, {"exercise", "reading"})
         guild_id = guild_id_of(interaction)
+        await interaction.response.defer(ephemeral=True, thinking=True)
         guild = await self.bot.services.guild(guild_id)
         tz = ZoneInfo(guild.timezone if guild else "UTC")
         ref = f"{quest.id}/{found.id}"
@@ -178,7 +179,7 @@ class Answers(commands.Cog):
             message += "."
             if award.leveled_up:
                 message += f"\nLevel up! You reached level {award.new_level}."
-        await interaction.response.send_message(message, ephemeral=True)
+        await interaction.edit_original_response(content=message)
 
 
 async def setup(bot: BrrrBot) -> None:

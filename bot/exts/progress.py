@@ -73,6 +73,7 @@ class Progress(commands.Cog):
         period: Literal["week", "month", "all"] = "week",
     ) -> None:
         guild_id = guild_id_of(interaction)
+        await interaction.response.defer(thinking=True)  # acknowledge before any database work
         async with self.bot.services.reads() as session:
             member_id = await session.scalar(
                 select(Member.id).where(
@@ -81,7 +82,7 @@ class Progress(commands.Cog):
             )
         view = LeaderboardView(self, guild_id, period, member_id, display_name(interaction.user))
         page = await view.load(1)
-        await interaction.response.send_message(embed=view.render(page), view=view.sync(page))
+        await interaction.edit_original_response(embed=view.render(page), view=view.sync(page))
 
     async def page(
         self, guild_id: int, period: Board, number: int, caller_member_id: int | None

@@ -32,8 +32,9 @@ async def send_embeds(
 ) -> None:
     """Reply with as many messages as the embeds need (each within Discord's limits)."""
     batches = batch_embeds(embeds)
-    await interaction.response.send_message(embeds=batches[0], ephemeral=ephemeral)
-    for batch in batches[1:]:
+    if not interaction.response.is_done():
+        await interaction.response.send_message(embeds=batches.pop(0), ephemeral=ephemeral)
+    for batch in batches:  # after a defer, the first follow-up fills the deferred reply
         await interaction.followup.send(embeds=batch, ephemeral=ephemeral)
 
 
@@ -78,6 +79,7 @@ class Quests(commands.Cog):
     )
     @app_commands.guild_only()
     async def today(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(thinking=True)  # acknowledge before database work
         guild_map, quest = await self._today(guild_id_of(interaction))
         await self._show_quest(interaction, guild_map, quest, "Today's quest")
 
@@ -99,6 +101,7 @@ class Quests(commands.Cog):
     @app_commands.guild_only()
     async def quests(self, interaction: discord.Interaction) -> None:
         guild_id = guild_id_of(interaction)
+        await interaction.response.defer(thinking=True)
         guild_map, today = await self._today(guild_id)
         completed: set[str] = set()
         for quest in guild_map.quests:

@@ -133,6 +133,7 @@ class Submissions(commands.Cog):
     @app_commands.guild_only()
     async def submissions(self, interaction: discord.Interaction, task: str | None = None) -> None:
         guild_id = guild_id_of(interaction)
+        await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.services.sessions() as session:
             member = await ensure_member(
                 session, guild_id, interaction.user.id, display_name(interaction.user)
@@ -148,8 +149,8 @@ class Submissions(commands.Cog):
                 query = query.where(Submission.task_ref == task.strip())
             rows = (await session.execute(query)).scalars().all()
         if not rows:
-            await interaction.response.send_message(
-                "You have no submissions yet. Try `/submit`.", ephemeral=True
+            await interaction.edit_original_response(
+                content="You have no submissions yet. Try `/submit`."
             )
             return
         lines = [
@@ -159,7 +160,7 @@ class Submissions(commands.Cog):
             for s in rows
         ]
         embed = discord.Embed(title="Your recent submissions", description="\n".join(lines))
-        await interaction.response.send_message(embed=embed, ephemeral=True)
+        await interaction.edit_original_response(embed=embed)
 
     # -- delivery ---------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import pytest_asyncio
 
 from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, Role, User
@@ -27,6 +28,7 @@ class World:
     bot: BotProcess
     guild: Guild
     quests: Channel
+    closed: Channel  # the bot may not send messages here
     mods: Role
     owner: User  # Manage Server
     moderator: User  # has the moderator role only (after setup)
@@ -54,6 +56,8 @@ async def start_world(
     fake = FakeDiscord(heartbeat_interval=1.0)
     guild = fake.add_guild("brrr study group")
     quests = fake.add_channel(guild, "quests")
+    closed = fake.add_channel(guild, "read-only")
+    fake.deny_bot(closed, Permission.SEND_MESSAGES)
     mods = fake.add_role(guild, "mentors")
     owner = fake.add_user("owner")
     moderator = fake.add_user("mentor")
@@ -81,6 +85,7 @@ async def start_world(
                     bot,
                     guild,
                     quests,
+                    closed,
                     mods,
                     owner,
                     moderator,
@@ -93,6 +98,6 @@ async def start_world(
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def world(tmp_path_factory) -> AsyncIterator[World]:
+async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
     async for started in start_world(tmp_path_factory.mktemp("bot"), workers=1):
         yield started

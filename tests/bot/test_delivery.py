@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -83,3 +84,42 @@ async def test_one_in_flight_and_hourly_limit(world: World) -> None:
 async def test_the_bot_process_never_loads_torch(world: World) -> None:
     maps = Path(f"/proc/{world.bot.pid}/maps").read_text()
     assert "libtorch" not in maps and "torch/_C" not in maps
+
+
+async def test_regrade_follows_the_better_verdict_and_pays_once(world: World) -> None:
+    learner = world.learner()
+    await _submit(world, learner)
+    await world.fake.wait_for_dm(learner, lambda m: m.content.startswith("Passed"), 60)
+    with sqlite3.connect(world.database) as db:
+        (submission_id,) = db.execute(
+            "SELECT submissions.id FROM submissions JOIN members ON members.id = member_id "
+            "WHERE members.user_id = ?",
+            (learner.id,),
+        ).fetchone()
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        world.owner,
+        "admin regrade",
+        options={"submission": submission_id},
+    )
+    assert "queued for grading again" in (await handle.original()).content
+    await world.fake.wait_for_dm(
+        learner, lambda m: m.content.startswith("Passed") and "+60 XP" not in m.content, 60
+    )
+    with sqlite3.connect(world.database) as db:
+        total = db.execute(
+            "SELECT SUM(amount) FROM xp_ledger JOIN members ON members.id = member_id "
+            "WHERE members.user_id = ?",
+            (learner.id,),
+        ).fetchone()[0]
+        audit = db.execute("SELECT action FROM audit_log WHERE action = 'regrade'").fetchall()
+    assert total == 60 and audit
+
+
+async def test_setup_names_missing_channel_permissions(world: World) -> None:
+    handle = await world.fake.invoke_slash(
+        world.guild, world.quests, world.owner, "admin setup", options={"channel": world.closed}
+    )
+    reply = (await handle.original()).content
+    assert "I cannot post in" in reply and "Send Messages" in reply

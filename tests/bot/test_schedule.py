@@ -11,6 +11,7 @@ import pytest_asyncio
 
 from tests.bot.conftest import World, start_world
 from tests.bot.test_learner_commands import _text
+from tests.fakediscord import User
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -93,3 +94,25 @@ async def test_spring_forward_in_berlin_moves_the_post_an_hour_earlier_in_utc(
     assert _daily(world)[-1] == "2027-03-28"
     assert _daily(world).count("2027-03-28") == 1
     assert "Go Brrrr" in _text(world.fake.messages_in(world.quests)[-2])  # two messages per quest
+
+
+async def _done(world: World, learner: User, task: str) -> str:
+    handle = await world.fake.invoke_slash(
+        world.guild, world.quests, learner, "done", options={"task": task}
+    )
+    return (await handle.wait_for(lambda m: not m.loading, timeout=10)).content
+
+
+async def test_streak_across_local_midnight_and_a_dst_change(world: World) -> None:
+    learner = world.learner()
+    # Saturday 2027-03-27 23:30 in Berlin (CET, UTC+1)
+    world.set_time(datetime(2027, 3, 27, 22, 30, tzinfo=UTC))
+    first = await _done(world, learner, "go-brrrr/zero-to-hero")
+    assert "+20 XP" in first and "streak" not in first
+    # One hour later it is Sunday 00:30 local, the day clocks go forward: day 2 of the streak.
+    world.set_time(datetime(2027, 3, 27, 23, 30, tzinfo=UTC))
+    second = await _done(world, learner, "go-brrrr/matrix-drill")
+    assert "+10 XP" in second and "+5 XP streak bonus (day 2)" in second
+    profile = await world.fake.invoke_slash(world.guild, world.quests, learner, "profile")
+    card = await profile.wait_for(lambda m: bool(m.attachments), timeout=15)
+    assert "Streak: 2 days (best 2)" in card.content
