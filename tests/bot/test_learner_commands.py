@@ -184,3 +184,65 @@ async def test_profile_and_leaderboard(world: World) -> None:
     )
     text = _text(await board.original())
     assert learner.username in text and "you are #" in text
+
+
+async def test_map_readings_and_library(world: World) -> None:
+    learner = world.learner()
+    quests = await world.fake.invoke_slash(world.guild, world.quests, learner, "quests")
+    text = _text(await quests.wait_for(lambda m: not m.loading, timeout=10))
+    assert "Foundations" in text and "Go Brrrr" in text
+    readings = await world.fake.invoke_slash(world.guild, world.quests, learner, "readings")
+    text = _text(await readings.original())
+    assert "horace.io/brrr_intro.html" in text and "operator-fusion" in text
+    library = await world.fake.invoke_slash(
+        world.guild, world.quests, learner, "library", options={"query": "pytorch", "kind": "post"}
+    )
+    reply = await library.original()
+    assert reply.ephemeral
+    assert "PyTorch internals" in _text(reply) and "Zero to Hero" not in _text(reply)
+
+
+async def test_submissions_lists_only_your_own(world: World) -> None:
+    mine, other = world.learner(), world.learner()
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        other,
+        "submit",
+        options={"task": BUILD},
+        attachments=[("solution.py", (SOLUTIONS / "wrong_values.py").read_bytes())],
+    )
+    await handle.wait_for(lambda m: m.content.startswith("Failed"), timeout=60)
+    listing = await world.fake.invoke_slash(world.guild, world.quests, mine, "submissions")
+    reply = await listing.wait_for(lambda m: not m.loading, timeout=10)
+    assert reply.ephemeral and "no submissions yet" in reply.content
+    theirs = await world.fake.invoke_slash(world.guild, world.quests, other, "submissions")
+    reply = await theirs.wait_for(lambda m: not m.loading, timeout=10)
+    assert reply.ephemeral and BUILD in _text(reply) and "failed" in _text(reply)
+
+
+async def test_leaderboard_pages(world: World) -> None:
+    for amount in range(1, 13):
+        grant = await world.fake.invoke_slash(
+            world.guild,
+            world.quests,
+            world.owner,
+            "admin xp",
+            options={"member": world.learner(), "amount": 1000 + amount, "reason": "seed"},
+        )
+        await grant.original()
+    board = await world.fake.invoke_slash(
+        world.guild, world.quests, world.learner(), "leaderboard", options={"period": "all"}
+    )
+    first = await board.wait_for(lambda m: bool(m.components), timeout=10)
+    assert "Page 1/" in first.embeds[0]["footer"]["text"]
+    next_id = next(
+        c["custom_id"]
+        for row in first.components
+        for c in row["components"]
+        if c.get("label") == "Next ▶"
+    )
+    click = await world.fake.click_button(first, next_id)
+    second = await click.original()
+    assert "Page 2/" in second.embeds[0]["footer"]["text"]
+    assert "`#11`" in second.embeds[0]["description"]
