@@ -29,6 +29,9 @@ EXTENSIONS: tuple[str, ...] = (
 
 class BrrrBot(commands.Bot):
     def __init__(self, services: Services) -> None:
+        # The bot never joins voice: don't warn at every start about voice libraries.
+        discord.VoiceClient.warn_nacl = False
+        discord.VoiceClient.warn_dave = False
         intents = discord.Intents.none()
         intents.guilds = True
         super().__init__(

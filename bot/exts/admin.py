@@ -89,15 +89,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
         self, interaction: discord.Interaction, action: str, target: str, **details: object
     ) -> None:
         async with self.bot.services.sessions() as session, session.begin():
-            session.add(
-                AuditEntry(
-                    guild_id=guild_id_of(interaction),
-                    actor_user_id=interaction.user.id,
-                    action=action,
-                    target=target,
-                    details=details,
-                )
-            )
+            session.add(audit(interaction, action, target, details))
 
     @app_commands.command(name="setup", description="Where and when the daily quest is posted")
     @app_commands.describe(
@@ -278,12 +270,8 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
                 )
             )
             session.add(
-                AuditEntry(
-                    guild_id=guild_id,
-                    actor_user_id=interaction.user.id,
-                    action="quest-add",
-                    target=f"quest:{quest.id}",
-                    details={"version": version_hash(quest)},
+                audit(
+                    interaction, "quest-add", f"quest:{quest.id}", {"version": version_hash(quest)}
                 )
             )
         self.bot.services.forget_map(guild_id)
@@ -317,15 +305,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
                     set_={"enabled": False, "updated_at": statement.excluded.updated_at},
                 )
             )
-            session.add(
-                AuditEntry(
-                    guild_id=guild_id,
-                    actor_user_id=interaction.user.id,
-                    action="quest-disable",
-                    target=f"quest:{found.id}",
-                    details={},
-                )
-            )
+            session.add(audit(interaction, "quest-disable", f"quest:{found.id}", {}))
         self.bot.services.forget_map(guild_id)
         await interaction.response.send_message(
             f"`{found.id}` is no longer on this server's map.", ephemeral=True
@@ -370,13 +350,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
                 )
             )
             session.add(
-                AuditEntry(
-                    guild_id=guild_id,
-                    actor_user_id=interaction.user.id,
-                    action="schedule",
-                    target=f"quest:{found.id}",
-                    details={"date": day.isoformat()},
-                )
+                audit(interaction, "schedule", f"quest:{found.id}", {"date": day.isoformat()})
             )
         self.bot.services.forget_map(guild_id)
         await interaction.response.send_message(
@@ -450,12 +424,11 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
             )
             await queue.enqueue(session, row.id)
             session.add(
-                AuditEntry(
-                    guild_id=guild_id,
-                    actor_user_id=interaction.user.id,
-                    action="regrade",
-                    target=f"submission:{row.id}",
-                    details={"previous": row.status, "previous_score": row.score},
+                audit(
+                    interaction,
+                    "regrade",
+                    f"submission:{row.id}",
+                    {"previous": row.status, "previous_score": row.score},
                 )
             )
         await interaction.response.send_message(
@@ -547,6 +520,19 @@ class PublishView(discord.ui.View):
         await interaction.response.edit_message(
             content="Cancelled; nothing changed.", embeds=[], view=None
         )
+
+
+def audit(
+    interaction: discord.Interaction, action: str, target: str, details: dict[str, object]
+) -> AuditEntry:
+    """The audit row for a moderator's action in this server."""
+    return AuditEntry(
+        guild_id=guild_id_of(interaction),
+        actor_user_id=interaction.user.id,
+        action=action,
+        target=target,
+        details=details,
+    )
 
 
 def _parse_date(text: str) -> date:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import sqlite3
@@ -236,3 +237,25 @@ async def test_post_leaderboard_has_a_chart(world: World) -> None:
         world.quests, lambda m: any(a.filename == "week.png" for a in m.attachments), timeout=10
     )
     assert posted.attachments[0].data.startswith(b"\x89PNG")
+
+
+async def test_an_unexpected_failure_answers_with_a_logged_reference(world: World) -> None:
+    with sqlite3.connect(world.database) as db:  # a storage fault the bot does not expect
+        db.execute("ALTER TABLE audit_log RENAME TO audit_log_away")
+    try:
+        handle = await world.fake.invoke_slash(
+            world.guild,
+            world.quests,
+            world.owner,
+            "admin xp",
+            options={"member": world.learner(), "amount": 5, "reason": "fault injection"},
+        )
+        reply = await handle.wait_for(lambda m: "went wrong" in m.content, timeout=10)
+    finally:
+        with sqlite3.connect(world.database) as db:
+            db.execute("ALTER TABLE audit_log_away RENAME TO audit_log")
+    assert reply.ephemeral
+    ref = reply.content.split("(ref ")[1].split(")")[0]
+    assert len(ref) == 6
+    await asyncio.sleep(0.2)
+    assert f"(ref {ref})" in world.bot.output

@@ -246,3 +246,32 @@ async def test_leaderboard_pages(world: World) -> None:
     second = await click.original()
     assert "Page 2/" in second.embeds[0]["footer"]["text"]
     assert "`#11`" in second.embeds[0]["description"]
+
+
+async def test_a_long_quiz_is_asked_in_pages(world: World) -> None:
+    learner = world.learner()
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        learner,
+        "answer",
+        options={"task": "go-brrrr/name-the-bottleneck"},
+    )
+    first = await handle.modal()
+    assert len(first["components"]) == 5 and "(1/2)" in first["title"]
+    ids = [row["components"][0]["custom_id"] for row in first["components"]]
+    answers = ["memory bandwidth"] * 4 + ["overhead"]
+    saved = await world.fake.submit_modal(handle, dict(zip(ids, answers, strict=True)))
+    prompt = await saved.original()
+    assert "2 more question(s)" in prompt.content
+    button = prompt.components[0]["components"][0]["custom_id"]
+    click = await world.fake.click_button(prompt, button)
+    second = await click.modal()
+    assert len(second["components"]) == 2 and "(2/2)" in second["title"]
+    ids = [row["components"][0]["custom_id"] for row in second["components"]]
+    done = await world.fake.submit_modal(
+        click, dict(zip(ids, ["overhead", "compute"], strict=True))
+    )
+    verdict = await done.wait_for(lambda m: not m.loading, timeout=10)
+    assert verdict.content.startswith(("Passed", "Failed"))
+    assert _text(verdict).count("✓") + _text(verdict).count("✗") == 7
