@@ -66,6 +66,7 @@ class Worker:
         self.poll_s = poll_s
         self.lease_s = lease_s
         self.name = worker_name()
+        self._busy = False
 
     async def run(self, stop: asyncio.Event) -> None:
         """Grade until ``stop`` is set; sleep ``poll_s`` whenever the queue is empty."""
@@ -78,9 +79,12 @@ class Worker:
 
     async def step(self) -> bool:
         """Grade at most one job; False when there was nothing to claim."""
-        if not await queue.has_claimable(self.reads):
+        # While jobs keep coming, claim directly; when idle, peek first with a read that
+        # takes no write lock, so frequent polling costs the other processes nothing.
+        if not self._busy and not await queue.has_claimable(self.reads):
             return False
         job = await queue.claim(self.sessions, self.name, self.capabilities, self.lease_s)
+        self._busy = job is not None
         if job is None:
             return False
         submission = await self._load(job.submission_id)
