@@ -30,6 +30,7 @@ FIX_HINTS: dict[str, str] = {
     "MAX_PY_BYTES": "use a size in bytes between 1 KiB and 10 MiB, e.g. 262144",
     "MAX_NOTEBOOK_BYTES": "use a size in bytes between 1 KiB and 10 MiB, e.g. 2097152",
     "SUBMISSIONS_PER_HOUR": "use a whole number from 1 to 1000",
+    "LEASE_SECONDS": "use a whole number of seconds from 2 to 600, e.g. 30",
 }
 
 
@@ -51,6 +52,7 @@ class Settings(BaseSettings):
     max_py_bytes: int = Field(default=256 * 1024, ge=1024, le=10 * 1024 * 1024)
     max_notebook_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=10 * 1024 * 1024)
     submissions_per_hour: int = Field(default=20, ge=1, le=1000)
+    lease_seconds: int = Field(default=30, ge=2, le=600)
 
     @field_validator("log_level", mode="before")
     @classmethod

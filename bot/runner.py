@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator
 
@@ -21,6 +22,7 @@ from bot.content import Content
 from bot.db import migrate
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.errors import ConfigError, ServiceUnavailable
+from bot.grading import PARENT_PID_ENV
 from bot.services import Services
 from bot.startup import load_content_or_fail
 
@@ -70,7 +72,13 @@ async def local_worker_pool(count: int) -> AsyncIterator[None]:
         yield
         return
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "worker", "--count", str(count)
+        sys.executable,
+        "-m",
+        "bot",
+        "worker",
+        "--count",
+        str(count),
+        env={**os.environ, PARENT_PID_ENV: str(os.getpid())},  # it exits when the bot dies
     )
     log.info("started %d local grading worker(s), pid %d", count, process.pid)
     try:

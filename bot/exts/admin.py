@@ -368,6 +368,10 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
     ) -> None:
         if amount == 0:
             raise UserFacingError("A grant of 0 XP changes nothing.")
+        if not -MAX_GRANT <= amount <= MAX_GRANT:  # Range is only enforced by Discord's client
+            raise UserFacingError(
+                f"{amount:+,} XP is out of range: grant or revoke at most {MAX_GRANT:,} XP at once."
+            )
         guild_id = guild_id_of(interaction)
         guild = await self.bot.services.guild(guild_id)
         async with self.bot.services.sessions() as session, session.begin():

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import logging
 import secrets
+import sqlite3
 
 import discord
 from discord import app_commands
+from sqlalchemy.exc import OperationalError
 
 from bot.exts.common import UserFacingError
 
@@ -47,4 +49,22 @@ async def on_app_command_error(
             ref,
             exc_info=original,
         )
-        await reply_ephemeral(interaction, f"Something went wrong (ref {ref}). It has been logged.")
+        await reply_ephemeral(interaction, _storage_message(original, ref) or _GENERIC.format(ref))
+
+
+_GENERIC = "Something went wrong (ref {}). It has been logged."
+
+
+def _storage_message(error: BaseException, ref: str) -> str | None:
+    """Say so when the database refused the write: the member should know nothing was saved."""
+    if not isinstance(error, OperationalError | sqlite3.OperationalError):
+        return None
+    text = str(error).lower()
+    if "disk is full" in text or "no space" in text:
+        return (
+            f"The bot's storage is full, so nothing was saved (ref {ref}). "
+            "Please tell a moderator, and try again once space has been freed."
+        )
+    if "database is locked" in text or "database is busy" in text:
+        return f"The database is busy, so nothing was saved (ref {ref}). Try again in a minute."
+    return None

@@ -77,12 +77,14 @@ class Submissions(commands.Cog):
         except SubmissionRejected as exc:
             raise UserFacingError(f"`{truncate(file.filename, 80)}`: {exc}") from None
         ref = f"{quest.id}/{found.id}"
-        now = clock.now()
         try:
             async with self.bot.services.sessions() as session, session.begin():
                 member = await ensure_member(
                     session, guild_id, interaction.user.id, display_name(interaction.user)
                 )
+                # read the clock only now that this transaction holds the write lock, so the
+                # recorded time is when the checks ran: never before the previous verdict
+                now = clock.now()
                 queued = await queue_submission(
                     session,
                     guild_id=guild_id,

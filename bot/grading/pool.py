@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -19,8 +20,9 @@ from bot.config import Settings
 from bot.content import BuildTask, load_content
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.errors import UserError
+from bot.grading import PARENT_PID_ENV
 from bot.grading.worker import Worker
-from bot.sandbox import Zygote, format_report, minimum_ok
+from bot.sandbox import Zygote, format_report, linux, minimum_ok
 from graders import load_grader
 
 log = logging.getLogger(__name__)
@@ -39,9 +41,25 @@ def check(settings: Settings) -> int:
 def run_pool(settings: Settings, count: int, *, insecure: bool) -> int:
     if count < 1:
         raise UserError("--count must be at least 1")
+    exit_with_parent()
     if count == 1:
         return asyncio.run(_run_one(settings, insecure=insecure))
     return _supervise(count, insecure=insecure)
+
+
+def exit_with_parent() -> None:
+    """A pool that ``brrrbot run`` started stops when the bot dies, however it dies.
+
+    A bot killed with SIGKILL cannot stop its pool, and its restart starts another one, so
+    orphaned pools would pile up and keep the database busy.  The kernel sends SIGTERM (a
+    graceful stop: the job in hand is finished) when the parent dies.
+    """
+    parent = os.environ.pop(PARENT_PID_ENV, None)  # popped: our own children must not check it
+    if not parent:
+        return
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != int(parent):  # it died before the signal was armed
+        raise SystemExit(0)
 
 
 def worker_command(count: int, *, insecure: bool) -> list[str]:
@@ -80,6 +98,7 @@ async def _run_one(settings: Settings, *, insecure: bool) -> int:
                 "max_py_bytes": settings.max_py_bytes,
                 "max_ipynb_bytes": settings.max_notebook_bytes,
             },
+            lease_s=float(settings.lease_seconds),
         )
         try:
             await worker.run(stop)

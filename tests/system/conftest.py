@@ -1,0 +1,275 @@
+"""The whole system as separate processes: the real bot, real ``brrrbot worker`` processes and
+the loopback fake Discord, so faults can be injected by killing any of them with SIGKILL.
+
+Everything is checked afterwards in the bot's SQLite file and in what the fake recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, User
+from tests.fakediscord.gateway import Session
+from tests.fakediscord.handle import InteractionHandle
+from tests.fakediscord.process import BotProcess
+from tests.support import REPO, SEED_QUESTS
+
+CORRECT = (REPO / "tests" / "graders" / "solutions" / "correct.py").read_bytes()
+BUILD = "go-brrrr/matmul-three-ways"
+BUILD_XP = 60
+FINISHED = ("passed", "failed", "error")
+#: short enough that a killed worker's job is taken over within seconds
+LEASE_SECONDS = 2
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (e.g. a worker's zygote and its jobs)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{current}/task"):
+                with contextlib.suppress(OSError):
+                    children = Path(f"/proc/{current}/task/{task}/children").read_text().split()
+                    for child in map(int, children):
+                        if child not in found:
+                            found.add(child)
+                            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running, i.e. neither gone nor a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+async def until(check: Callable[[], object], timeout: float, what: str) -> object:
+    """Poll ``check`` until it returns something truthy, failing after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := check():
+            return result
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+async def all_gone(pids: set[int], timeout: float, what: str) -> None:
+    await until(lambda: not any(alive(p) for p in pids), timeout, f"{what} to exit")
+
+
+@dataclass
+class WorkerProcess:
+    """One ``brrrbot worker --count 1``: the worker runs in this process, its zygote below."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    async def ready(self, timeout: float = 60) -> None:
+        def check() -> bool:
+            assert self.process.poll() is None, f"worker exited:\n{self.output()[-4000:]}"
+            return " ready (capabilities" in self.output()
+
+        await until(check, timeout, f"worker {self.pid} to be ready")
+
+    async def kill(self) -> None:
+        """SIGKILL, then wait until its zygote (and any job) has noticed and gone too."""
+        below = descendants(self.pid)
+        self.process.kill()
+        self.process.wait(10)
+        await all_gone(below, 30, f"the zygote of killed worker {self.pid}")
+
+    async def stop(self) -> None:
+        below = descendants(self.pid)
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        await all_gone(below, 30, f"the zygote of worker {self.pid}")
+
+
+@dataclass
+class System:
+    fake: FakeDiscord
+    guild: Guild
+    quests: Channel
+    workdir: Path
+    env: dict[str, str]
+    bot: BotProcess | None = None
+    workers: list[WorkerProcess] = field(default_factory=list)
+    #: processes the test found and must not leave behind, whatever happens
+    reap: set[int] = field(default_factory=set)
+    _names: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _session: Session | None = None
+
+    @property
+    def database(self) -> Path:
+        return self.workdir / "data" / "brrrbot.sqlite3"
+
+    def learner(self) -> User:
+        user = self.fake.add_user(f"learner{next(self._names)}")
+        self.fake.add_member(self.guild, user)
+        return user
+
+    async def start_bot(self, *, local_workers: bool = False) -> BotProcess:
+        args = ["run"] if local_workers else ["run", "--no-workers"]
+        self.bot = BotProcess(self.fake.urls, args, env=self.env, cwd=self.workdir)
+        await self.bot.start()
+        self._session = await self.fake.wait_until_connected(60, replacing=self._session)
+        return self.bot
+
+    async def kill_bot(self) -> None:
+        assert self.bot is not None and self.bot.pid is not None
+        os.kill(self.bot.pid, signal.SIGKILL)
+        await self.stop_bot()
+
+    async def stop_bot(self) -> None:
+        """Bounded: a child that outlives the bot keeps its output pipe open."""
+        assert self.bot is not None
+        try:
+            await asyncio.wait_for(self.bot.stop(), 60)
+        except TimeoutError:
+            raise AssertionError("the bot's output stayed open: a child outlived it") from None
+
+    def start_worker(self) -> WorkerProcess:
+        log = self.workdir / f"worker-{len(self.workers)}.log"
+        env = {
+            "PATH": os.environ["PATH"],
+            "PYTHONPATH": str(REPO),
+            "DATABASE_URL": f"sqlite+aiosqlite:///{self.database}",
+            "QUESTS_DIR": str(SEED_QUESTS),
+            "LEASE_SECONDS": str(LEASE_SECONDS),
+        }
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "bot", "worker", "--count", "1"],
+                cwd=self.workdir,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        worker = WorkerProcess(process, log)
+        self.workers.append(worker)
+        return worker
+
+    async def submit(self, member: User) -> InteractionHandle:
+        return await self.fake.invoke_slash(
+            self.guild,
+            self.quests,
+            member,
+            "submit",
+            options={"task": BUILD},
+            attachments=[("solution.py", CORRECT)],
+        )
+
+    def verdicts_sent(self, submission_id: int) -> list[tuple[str, str]]:
+        """Every verdict the bot successfully sent for a submission, as (route, content): edits of
+        the interaction's reply, DMs, channel posts."""
+        marks = (f"Submission #{submission_id} ·", f"(submission #{submission_id})")
+        sent = []
+        for record in self.fake.requests:
+            payload = record.payload if isinstance(record.payload, dict) else {}
+            content = payload.get("content") or ""
+            ok = record.status < 300 and not content.startswith("Queued")
+            if ok and any(mark in content for mark in marks):
+                sent.append((record.key, content))
+        return sent
+
+    def verdict_messages(self, submission_id: int) -> int:
+        """How many messages the member saw a verdict in: repeated edits of the same reply
+        (same content) show one message; each DM or channel post is one more."""
+        sent = self.verdicts_sent(submission_id)
+        edits = {content for route, content in sent if route.startswith("PATCH /webhooks")}
+        return len(edits) + sum(1 for route, _ in sent if not route.startswith("PATCH /webhooks"))
+
+    def query(self, sql: str, *args: object) -> list[tuple]:
+        with contextlib.closing(sqlite3.connect(self.database, timeout=30)) as db:
+            return db.execute(sql, args).fetchall()
+
+
+@contextlib.asynccontextmanager
+async def start_system(tmp_path: Path, **settings: str) -> AsyncIterator[System]:
+    """The fake and its world; the test starts the bot and workers it needs."""
+    fake = FakeDiscord(heartbeat_interval=1.0)
+    guild = fake.add_guild("brrr study group")
+    quests = fake.add_channel(guild, "quests")
+    owner = fake.add_user("owner")
+    admins = fake.add_role(guild, "admins", permissions=Permission.MANAGE_GUILD)
+    fake.add_member(guild, owner, roles=[admins])
+    env = {
+        "DISCORD_TOKEN": fake.token,
+        "QUESTS_DIR": str(SEED_QUESTS),
+        "WORKERS": "1",
+        "LOG_LEVEL": "INFO",
+        "LEASE_SECONDS": str(LEASE_SECONDS),
+        **settings,
+    }
+    async with fake:
+        system = System(fake, guild, quests, tmp_path, env)
+        try:
+            yield system
+        finally:
+            for worker in system.workers:
+                await worker.stop()
+            for pid in system.reap:
+                if alive(pid):
+                    print(f"--- killing leftover process {pid} ---")
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+            if system.bot is not None:
+                with contextlib.suppress(AssertionError):
+                    await system.stop_bot()
+                print("--- bot output (tail) ---\n" + system.bot.output[-6000:])
+            for worker in system.workers:
+                print(f"--- worker {worker.pid} (tail) ---\n" + worker.output()[-2000:])
+
+
+def check_database(system: System) -> None:
+    """Every job finished once, every verdict settled and delivered, totals equal the ledger."""
+    jobs = system.query("SELECT status, COUNT(*) FROM grading_jobs GROUP BY status")
+    assert {status for status, _ in jobs} <= {"done", "dead"}, jobs
+    open_ = system.query(
+        "SELECT id, status FROM submissions WHERE status NOT IN ('passed', 'failed', 'error') "
+        "OR settled_at IS NULL OR delivered_at IS NULL OR delivered_via = 'undeliverable'"
+    )
+    assert not open_, open_
+    mismatched = system.query(
+        "SELECT members.id, member_xp.xp, (SELECT COALESCE(SUM(amount), 0) FROM xp_ledger "
+        "WHERE xp_ledger.member_id = members.id) FROM members "
+        "LEFT JOIN member_xp ON member_xp.member_id = members.id "
+        "AND member_xp.period_kind = 'all' AND member_xp.period_key = 'all' "
+        "WHERE COALESCE(member_xp.xp, 0) != (SELECT COALESCE(SUM(amount), 0) FROM xp_ledger "
+        "WHERE xp_ledger.member_id = members.id)"
+    )
+    assert not mismatched, mismatched
+    paid_twice = system.query(
+        "SELECT member_id, reference, COUNT(*), SUM(amount) FROM xp_ledger WHERE source = 'task' "
+        "GROUP BY member_id, reference HAVING COUNT(*) > 1 OR SUM(amount) > ?",
+        BUILD_XP,
+    )
+    assert not paid_twice, paid_twice
