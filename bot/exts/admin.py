@@ -32,7 +32,13 @@ from bot.db.models import (
     Submission,
     XpEntry,
 )
-from bot.exts.common import UserFacingError, display_name, guild_id_of, quest_autocomplete
+from bot.exts.common import (
+    UserFacingError,
+    display_name,
+    find_quest,
+    guild_id_of,
+    quest_autocomplete,
+)
 from bot.exts.schedule import PostFailed, Schedule, previous_week
 from bot.grading import queue
 from bot.presentation.limits import batch_embeds, truncate
@@ -166,10 +172,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
         guild = await self._configured(interaction)
         chosen = None
         if quest:
-            try:
-                chosen = (await self.bot.services.guild_map(guild.id)).quest(quest.strip())
-            except KeyError:
-                raise UserFacingError(f"There is no quest `{truncate(quest, 100)}`.") from None
+            chosen = find_quest(await self.bot.services.guild_map(guild.id), quest)
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
             message = await self._schedule().post_daily(guild, chosen)
@@ -281,13 +284,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
     @app_commands.autocomplete(quest=quest_autocomplete)
     async def quest_disable(self, interaction: discord.Interaction, quest: str) -> None:
         guild_id = guild_id_of(interaction)
-        guild_map = await self.bot.services.guild_map(guild_id)
-        try:
-            found = guild_map.quest(quest.strip())
-        except KeyError:
-            raise UserFacingError(
-                f"There is no quest `{truncate(quest, 100)}` in this server's map."
-            ) from None
+        found = find_quest(await self.bot.services.guild_map(guild_id), quest)
         async with self.bot.services.sessions() as session, session.begin():
             statement = upsert(session, GuildQuest).values(
                 guild_id=guild_id,
@@ -316,13 +313,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
     @app_commands.autocomplete(quest=quest_autocomplete)
     async def schedule(self, interaction: discord.Interaction, quest: str, date: str) -> None:
         guild_id = guild_id_of(interaction)
-        guild_map = await self.bot.services.guild_map(guild_id)
-        try:
-            found = guild_map.quest(quest.strip())
-        except KeyError:
-            raise UserFacingError(
-                f"There is no quest `{truncate(quest, 100)}` in this server's map."
-            ) from None
+        found = find_quest(await self.bot.services.guild_map(guild_id), quest)
         try:
             day = _parse_date(date)
         except ValueError:

@@ -59,6 +59,16 @@ async def find_task(
     return guild_map, quest, task
 
 
+def find_quest(guild_map: GuildMap, quest_id: str) -> Quest:
+    """The quest a member typed or picked, or a message that says where to look."""
+    try:
+        return guild_map.quest(quest_id.strip())
+    except KeyError:
+        raise UserFacingError(
+            f"There is no quest `{truncate(quest_id, 100)}` in this server's map; see `/quests`."
+        ) from None
+
+
 def task_autocomplete(
     kinds: Collection[str],
 ) -> Callable[[discord.Interaction, str], Awaitable[list[app_commands.Choice[str]]]]:

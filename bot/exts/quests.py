@@ -15,7 +15,7 @@ from bot.app import BrrrBot
 from bot.content import Quest
 from bot.curriculum.guild_map import GuildMap, today_quest
 from bot.db.models import Member
-from bot.exts.common import UserFacingError, guild_id_of, quest_autocomplete
+from bot.exts.common import UserFacingError, find_quest, guild_id_of, quest_autocomplete
 from bot.presentation.limits import batch_embeds
 from bot.presentation.quests import map_embeds, quest_embeds
 from bot.presentation.readings import library_embeds, readings_embeds
@@ -89,12 +89,7 @@ class Quests(commands.Cog):
     @app_commands.guild_only()
     async def quest(self, interaction: discord.Interaction, quest: str) -> None:
         guild_map = await self.bot.services.guild_map(guild_id_of(interaction))
-        try:
-            found = guild_map.quest(quest.strip())
-        except KeyError:
-            raise UserFacingError(
-                f"There is no quest `{quest[:100]}` in this server's map; see `/quests`."
-            ) from None
+        found = find_quest(guild_map, quest)
         await self._show_quest(interaction, guild_map, found, "Quest")
 
     @app_commands.command(name="quests", description="The learning map, phase by phase")
@@ -119,12 +114,7 @@ class Quests(commands.Cog):
     async def readings(self, interaction: discord.Interaction, quest: str | None = None) -> None:
         guild_map, found = await self._today(guild_id_of(interaction))
         if quest:
-            try:
-                found = guild_map.quest(quest.strip())
-            except KeyError:
-                raise UserFacingError(
-                    f"There is no quest `{quest[:100]}`; see `/quests`."
-                ) from None
+            found = find_quest(guild_map, quest)
         embeds = readings_embeds(found, self.bot.services.content.library)
         await send_embeds(interaction, embeds, ephemeral=False)
 

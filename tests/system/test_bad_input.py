@@ -252,7 +252,12 @@ ARGUMENTS: list[tuple[str, str, Mapping[str, Any], str]] = [
     ("owner", "admin schedule", {"quest": "go-brrrr", "date": "2099-02-30"}, "is not a date"),
     ("owner", "admin schedule", {"quest": "nope", "date": "2099-01-01"}, "There is no quest"),
     ("owner", "admin post-leaderboard", {"week": "2026-W99"}, "is not a week like 2026-W48"),
-    ("owner", "admin post-quest", {"quest": "nope"}, "There is no quest `nope`."),
+    (
+        "owner",
+        "admin post-quest",
+        {"quest": "nope"},
+        "There is no quest `nope` in this server's map",
+    ),
     ("owner", "admin quest-disable", {"quest": "nope"}, "There is no quest `nope`"),
     ("owner", "admin regrade", {"submission": 999_999}, "There is no submission #999999"),
     ("owner", "admin setup", {"time": "9am"}, "is not a time of day"),
