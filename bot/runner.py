@@ -81,9 +81,11 @@ async def local_worker_pool(count: int) -> AsyncIterator[None]:
         env={**os.environ, PARENT_PID_ENV: str(os.getpid())},  # it exits when the bot dies
     )
     log.info("started %d local grading worker(s), pid %d", count, process.pid)
+    watcher = asyncio.create_task(_report_early_exit(process), name="worker-pool-watch")
     try:
         yield
     finally:
+        watcher.cancel()
         if process.returncode is None:
             process.terminate()
             try:
@@ -91,3 +93,13 @@ async def local_worker_pool(count: int) -> AsyncIterator[None]:
             except TimeoutError:
                 process.kill()
                 await process.wait()
+
+
+async def _report_early_exit(process: asyncio.subprocess.Process) -> None:
+    """Say loudly when the local pool stops while the bot runs: submissions would only queue."""
+    code = await process.wait()
+    log.error(
+        "the local grading workers exited with code %d; submissions will wait in the queue "
+        "until a worker runs (see `brrrbot worker --check`)",
+        code,
+    )
