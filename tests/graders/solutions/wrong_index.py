@@ -1,10 +1,10 @@
-"""Assumes square matrices: one size for every loop, so non-square inputs raise."""
+"""Sizes every loop by the largest dimension, so any non-square input indexes out of range."""
 
 import torch
 
 
 def matmul_loops(A, B):
-    n = A.shape[0]
+    n = max(*A.shape, *B.shape)
     C = torch.zeros(n, n, dtype=A.dtype)
     for i in range(n):
         for j in range(n):
@@ -14,7 +14,7 @@ def matmul_loops(A, B):
 
 
 def matmul_dot(A, B):
-    n = A.shape[0]
+    n = max(*A.shape, *B.shape)
     C = torch.zeros(n, n, dtype=A.dtype)
     for i in range(n):
         for j in range(n):
@@ -23,7 +23,7 @@ def matmul_dot(A, B):
 
 
 def matmul_columns(A, B):
-    n = A.shape[0]
+    n = max(*A.shape, *B.shape)
     C = torch.zeros(n, n, dtype=A.dtype)
     for j in range(n):
         for p in range(n):
