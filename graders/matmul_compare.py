@@ -8,7 +8,6 @@ Feedback names the concrete mistake when it is a common one (a transposed result
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import torch
@@ -16,6 +15,7 @@ import torch
 from bot.sandbox.api import CallResult
 from graders.matmul_cases import ExpectedCase
 from graders.tensors import from_raw
+from graders.tracebacks import summarise_error
 
 #: (relative, absolute) tolerance per dtype, relative to (|A| @ |B|)[i, j]
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
@@ -24,10 +24,6 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 }
 
 _ZEROS_HINT = "torch.zeros(A.shape[0], B.shape[1], dtype=A.dtype)"
-#: "IndexError: ..." or "torch.OutOfMemoryError" at the start of a line
-_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(:|$)", re.MULTILINE)
-#: '  File "submission.py", line 9, in matmul_loops' and the code line after it
-_FRAME_LINE = re.compile(r'^\s*File "[^"]*", line (\d+), in [^\n]*\n(?:( {4}.*)$)?', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -47,7 +43,7 @@ class Outcome:
 def compare(expected: ExpectedCase, result: CallResult) -> Outcome:
     """Check what one call returned (or raised) against the true product."""
     if result.status == "raised":
-        kind, summary = _summarise_error(result.error)
+        kind, summary = summarise_error(result.error)
         return Outcome(False, f"raised {summary}", _exception_hint(kind, result.error))
     if result.status == "skipped":
         reason = f": {result.error}" if result.error else ""
@@ -167,24 +163,6 @@ def _shape_hint(want: tuple[int, int], got: tuple[int, ...]) -> str:
     if got == want[::-1]:
         return "rows and columns are swapped: the result has A's rows and B's columns"
     return "an (m x k) @ (k x n) product is m x n: use A.shape[0] rows and B.shape[1] columns"
-
-
-def _summarise_error(error: str) -> tuple[str, str]:
-    """The exception type, and its last line with the learner's line that raised it.
-
-    The sandbox sends a traceback trimmed to the learner's frames; one line of it is
-    enough for a chat message.
-    """
-    kinds = _EXCEPTION_LINE.findall(error)
-    kind = kinds[-1][0].rsplit(".", 1)[-1] if kinds else ""
-    lines = error.strip().splitlines()
-    last = next((line for line in reversed(lines) if _EXCEPTION_LINE.match(line)), "")
-    message = last or (lines[-1] if lines else "an exception")
-    frames = _FRAME_LINE.findall(error)
-    if frames:
-        number, code = frames[-1]
-        message += f" (line {number}: `{code.strip()}`)" if code.strip() else f" (line {number})"
-    return kind, message
 
 
 def _exception_hint(kind: str, error: str) -> str:

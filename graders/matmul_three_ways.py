@@ -5,7 +5,7 @@ Scoring: two checks per function, six in all, and ``score`` is the fraction pass
 * ``<function>: correct results``: all 12 cases (6 shape classes x float32/float64)
   match ``torch.matmul`` in float64 within a dtype-suited tolerance.
 * ``<function>: builds the product itself``: no whole-matrix product, by the static
-  scan and the sandbox's op record (see ``graders.matmul_scan``).  It is awarded only
+  scan and the sandbox's op record (see ``graders.source_scan``).  It is awarded only
   when the results are correct too, so a stub that returns nothing earns nothing.
 
 The verdict is ``passed`` when all six pass, ``error`` only when the sandbox itself
@@ -21,7 +21,7 @@ from graders.base import Check, Plan, Verdict, VerdictStatus
 from graders.job_status import job_verdict
 from graders.matmul_cases import SHAPES, ExpectedCase, build_cases
 from graders.matmul_compare import Outcome, compare
-from graders.matmul_scan import ScanReport, forbidden_ops, scan
+from graders.source_scan import ScanReport, forbidden_ops, scan
 
 METHODS: dict[str, str] = {
     "matmul_loops": "three nested loops, C[i, j] += A[i, k] * B[k, j]",

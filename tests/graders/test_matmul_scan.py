@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.grading.submission_input import validate_submission
-from graders.matmul_scan import forbidden_ops, scan
+from graders.source_scan import forbidden_ops, scan
 
 SOLUTIONS = Path(__file__).parent / "solutions"
 FUNCTIONS = ("matmul_loops", "matmul_dot", "matmul_columns")

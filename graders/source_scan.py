@@ -1,6 +1,8 @@
-"""Best-effort check that a learner's function builds a matrix product itself.
+"""Best-effort check that a learner's function avoids the library calls a task forbids.
 
-Two layers, both able only to fail a submission, never to pass one:
+``Rules`` says what is forbidden; ``MATMUL_RULES`` (the default, described here) is the
+matmul quest's, and other graders pass their own forbidden names.  Two layers,
+both able only to fail a submission, never to pass one:
 
 * a static scan of the source (trusted, nothing runs): the function's definition
   (decorators and defaults included) and every module-level helper it references,
@@ -77,6 +79,20 @@ _SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 @dataclass(frozen=True)
+class Rules:
+    """What one task forbids, and how to name it in feedback."""
+
+    forbidden: frozenset[str]
+    what: str = "a whole-matrix product"  # "X is <what>"
+    matmul_operator: bool = True  # flag ``@`` and ``@=``
+    whole_dot: bool = True  # flag ``dot``/``inner`` applied to a whole parameter
+    independent: bool = True  # graded functions may not use one another
+
+
+MATMUL_RULES = Rules(FORBIDDEN)
+
+
+@dataclass(frozen=True)
 class Finding:
     line: int
     code: str
@@ -112,15 +128,17 @@ class _Task:
     whole: frozenset[str] | None  # parameter names holding whole matrices; None: all of them
 
 
-def forbidden_ops(ops: Iterable[str]) -> tuple[str, ...]:
-    """The recorded op names that are whole-matrix products, e.g. ``aten::mm.default``."""
-    return tuple(sorted({op for op in ops if _components(op) & FORBIDDEN}))
+def forbidden_ops(ops: Iterable[str], forbidden: frozenset[str] = FORBIDDEN) -> tuple[str, ...]:
+    """The recorded op names with a forbidden component, e.g. ``aten::mm.default``."""
+    return tuple(sorted({op for op in ops if _components(op) & forbidden}))
 
 
-def scan(source: str, functions: Sequence[str]) -> dict[str, ScanReport]:
+def scan(
+    source: str, functions: Sequence[str], rules: Rules = MATMUL_RULES
+) -> dict[str, ScanReport]:
     """Scan each named function of a submission; never raises on hostile input."""
     try:
-        module = _Module(ast.parse(source), source.splitlines(), tuple(functions))
+        module = _Module(ast.parse(source), source.splitlines(), tuple(functions), rules)
         return {name: module.report(name) for name in functions}
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # the parser's limits
         problem = f"the grader could not analyse the file ({type(exc).__name__})"
@@ -175,9 +193,13 @@ def _viewed(node: ast.expr) -> ast.expr | None:
 class _Module:
     """The module-level bindings of one submission and the scan that follows them."""
 
-    def __init__(self, tree: ast.Module, lines: list[str], interface: tuple[str, ...]) -> None:
+    def __init__(
+        self, tree: ast.Module, lines: list[str], interface: tuple[str, ...], rules: Rules
+    ) -> None:
         self.lines = lines
-        self.interface = interface
+        self.interface = interface if rules.independent else ()
+        self.rules = rules
+        self.forbidden = rules.forbidden
         self.bindings: dict[str, list[_Binding]] = {}
         self.imported = {
             alias.asname or alias.name.split(".")[0]
@@ -275,8 +297,8 @@ class _Module:
         node = task.binding.node
         if isinstance(node, ast.Import | ast.ImportFrom):
             bound = task.binding.qualname
-            if _components(bound) & FORBIDDEN:
-                return [self._finding(node, f"imports {bound}, a whole-matrix product")]
+            if _components(bound) & self.forbidden:
+                return [self._finding(node, f"imports {bound}, {self.rules.what}")]
             return []
         if isinstance(node, ast.Name) and task.whole is None:  # an alias: f = helper
             if node.id in self.interface and node.id != graded:
@@ -316,7 +338,8 @@ class _Module:
         called: set[int],
         todo: list[_Task],
     ) -> list[Finding]:
-        if isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.MatMult):
+        matmul = isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.MatMult)
+        if matmul and self.rules.matmul_operator:
             return [self._finding(node, "the @ operator is a matrix product")]
         if isinstance(node, ast.Attribute):
             return self._check_attribute(node, called)
@@ -324,17 +347,17 @@ class _Module:
             return [] if node.id in local else self._check_name(node, graded, called, todo)
         if isinstance(node, ast.Call):
             return self._check_call(node, whole, local, todo)
-        if isinstance(node, ast.Constant) and node.value in FORBIDDEN:
-            return [self._finding(node, f"the string {node.value!r} names a matrix product")]
+        if isinstance(node, ast.Constant) and node.value in self.forbidden:
+            return [self._finding(node, f"the string {node.value!r} names {self.rules.what}")]
         if isinstance(node, ast.ImportFrom):
-            names = sorted({a.name for a in node.names} & FORBIDDEN)
-            return [self._finding(node, f"imports {n}, a whole-matrix product") for n in names]
+            names = sorted({a.name for a in node.names} & self.forbidden)
+            return [self._finding(node, f"imports {n}, {self.rules.what}") for n in names]
         return []
 
     def _check_attribute(self, node: ast.Attribute, called: set[int]) -> list[Finding]:
-        if node.attr in FORBIDDEN:
-            return [self._finding(node, f"{node.attr} is a whole-matrix product")]
-        if node.attr in DOT_NAMES and id(node) not in called:
+        if node.attr in self.forbidden:
+            return [self._finding(node, f"{node.attr} is {self.rules.what}")]
+        if self.rules.whole_dot and node.attr in DOT_NAMES and id(node) not in called:
             reason = f"passes {node.attr} around, so its inputs can't be checked"
             return [self._finding(node, reason)]
         return []
@@ -351,9 +374,9 @@ class _Module:
             if id(node) not in called:  # a decorator, or a helper passed around: scan it too
                 todo.extend(_Task(b, frozenset()) for b in self._effective(name))
             return []
-        if name in FORBIDDEN:
-            return [self._finding(node, f"{name} is a whole-matrix product")]
-        if name in DOT_NAMES and id(node) not in called:
+        if name in self.forbidden:
+            return [self._finding(node, f"{name} is {self.rules.what}")]
+        if self.rules.whole_dot and name in DOT_NAMES and id(node) not in called:
             return [self._finding(node, f"passes {name} around, so its inputs can't be checked")]
         return []
 
@@ -366,7 +389,7 @@ class _Module:
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 return [self._finding(node, "getattr with a computed name hides what is called")]
         callee = self._callee_name(func)
-        if callee in DOT_NAMES:
+        if self.rules.whole_dot and callee in DOT_NAMES:
             operands = list(node.args)
             if isinstance(func, ast.Attribute) and not self._is_module(func.value):
                 operands.append(func.value)
