@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -91,6 +93,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the applied revision and whether it is the newest.",
     )
     current.set_defaults(handler=_cmd_db_current)
+    role = db_commands.add_parser(
+        "worker-role",
+        help="create a least-privilege PostgreSQL role for remote workers",
+        description="Run with an owner's DATABASE_URL. Creates (or updates) a LOGIN role that "
+        "can only claim jobs, heartbeat, read the submission being graded and write its "
+        "verdict. The password is read from the environment variable named by --password-env.",
+    )
+    role.add_argument("name", help="the role name, e.g. brrrbot_worker")
+    role.add_argument(
+        "--password-env",
+        default="WORKER_DB_PASSWORD",
+        metavar="VAR",
+        help="environment variable holding the role's password (default: WORKER_DB_PASSWORD)",
+    )
+    role.set_defaults(handler=_cmd_db_worker_role)
     return parser
 
 
@@ -119,6 +136,10 @@ def _cmd_quests_check(args: argparse.Namespace, settings: Settings) -> int:
 
     directory: Path = args.dir or settings.quests_dir
     problems = check_content(directory)
+    if not problems and importlib.util.find_spec("torch") is not None:
+        from graders.consistency import interface_problems
+
+        problems = interface_problems(directory)
     for problem in problems:
         print(problem)
     if problems:
@@ -133,6 +154,23 @@ def _cmd_db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
 
     revision = asyncio.run(upgrade_database(settings.database_url))
     print(f"database is at revision {revision} (head)")
+    return 0
+
+
+def _cmd_db_worker_role(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.db.setup import grant_worker_role
+
+    password = os.environ.get(args.password_env, "")
+    if not password:
+        raise UserError(
+            f"{args.password_env} is not set: export the worker's password in it "
+            "(at least 12 characters), then run this again"
+        )
+    created = asyncio.run(grant_worker_role(settings.database_url, args.name, password))
+    print(
+        f"{'created' if created else 'updated'} role {args.name}; on worker hosts set "
+        f"DATABASE_URL=postgresql+asyncpg://{args.name}:<password>@<host>/<database>"
+    )
     return 0
 
 

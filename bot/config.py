@@ -18,6 +18,7 @@ from bot.errors import ConfigError
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/brrrbot.sqlite3"
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+DeviceChoice = Literal["auto", "cpu", "cuda"]
 
 #: how to fix each setting, shown after a validation error
 FIX_HINTS: dict[str, str] = {
@@ -31,6 +32,7 @@ FIX_HINTS: dict[str, str] = {
     "MAX_NOTEBOOK_BYTES": "use a size in bytes between 1 KiB and 10 MiB, e.g. 2097152",
     "SUBMISSIONS_PER_HOUR": "use a whole number from 1 to 1000",
     "LEASE_SECONDS": "use a whole number of seconds from 2 to 600, e.g. 30",
+    "WORKER_DEVICE": "use auto (a GPU when one is usable), cpu or cuda",
 }
 
 
@@ -53,11 +55,17 @@ class Settings(BaseSettings):
     max_notebook_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=10 * 1024 * 1024)
     submissions_per_hour: int = Field(default=20, ge=1, le=1000)
     lease_seconds: int = Field(default=30, ge=2, le=600)
+    worker_device: DeviceChoice = "auto"
 
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper_level(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("worker_device", mode="before")
+    @classmethod
+    def _lower_device(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("discord_token", mode="before")
     @classmethod

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.db.dialect import upsert
 from bot.db.models import AuditEntry, Guild
-from bot.progress.dialect import upsert
 from bot.progress.schedule import parse_post_time
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")

@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.db.dialect import upsert
 from bot.db.models import PostLog
-from bot.progress.dialect import upsert
 
 STALE_CLAIM = timedelta(minutes=2)
 

@@ -23,6 +23,7 @@ from bot.db import migrate
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.errors import ConfigError, ServiceUnavailable
 from bot.grading import PARENT_PID_ENV
+from bot.sandbox import linux
 from bot.services import Services
 from bot.startup import load_content_or_fail
 
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 def run(settings: Settings, *, local_workers: int) -> int:
     token = settings.require_token()
+    linux.make_undumpable()  # the token is in our memory and maybe our environment
     content = load_content_or_fail(settings)
     asyncio.run(_serve(settings, content, token, local_workers))
     return 0

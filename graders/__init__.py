@@ -14,6 +14,14 @@ if TYPE_CHECKING:
 #: grader name -> "module:attribute" of a zero-argument factory returning a Grader
 REGISTRY: dict[str, str] = {
     "matmul_three_ways": "graders.matmul_three_ways:MatmulThreeWays",
+    "tensor_puzzles": "graders.tensor_puzzles:TensorPuzzles",
+    "stable_softmax": "graders.stable_softmax:StableSoftmax",
+    "attention": "graders.attention:Attention",
+    "bpe_merge": "graders.bpe_merge:BpeMerge",
+    "gpt2_block": "graders.gpt2_block:Gpt2Block",
+    "mlp_backward": "graders.mlp_backward:MlpBackward",
+    "lora_linear": "graders.lora_linear:LoraLinear",
+    "fused_pointwise": "graders.fused_pointwise:FusedPointwise",
 }
 
 

@@ -18,14 +18,14 @@ HINTS: dict[JobStatus, str] = {
     ),
     "exited": "Don't call sys.exit(), exit() or quit(): return results from your functions.",
     "timeout": (
-        "The test matrices are at most 8x8, so a correct solution finishes in milliseconds; "
+        "The test inputs are small, so a correct solution finishes in well under a second; "
         "look for a loop that never ends (a while loop whose condition never changes)."
     ),
     "memory": (
-        "The result is only m x n; look for something that grows without bound, "
+        "The results are small; look for something that grows without bound, "
         "such as a list appended to inside a loop that never ends."
     ),
-    "output_limit": "Remove prints inside loops, and return only the result matrix.",
+    "output_limit": "Remove prints inside loops, and return only the result tensor.",
     "crashed": (
         "The process was killed by the operating system, which plain torch code should "
         "never cause; remove ctypes, signals or other low-level tricks."

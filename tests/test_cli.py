@@ -154,6 +154,22 @@ def test_quests_check_reports_file_line_and_exit_1(tmp_path: Path) -> None:
     assert "xp" in result.stdout
 
 
+def test_quests_check_holds_interfaces_to_their_graders(tmp_path: Path) -> None:
+    quests = tmp_path / "quests"
+    shutil.copytree(SEED_QUESTS, quests)
+    quest = quests / "go-brrrr.yaml"
+    text = quest.read_text()
+    wrong = "      - matmul_dots(A, B) -> Tensor\n"
+    quest.write_text(text.replace("      - matmul_dot(A, B) -> Tensor\n", wrong, 1))
+    line = text[: text.index("    interface:\n")].count("\n") + 1
+    result = run_cli("quests", "check", cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"go-brrrr.yaml:{line}: interface names matmul_loops, matmul_dots" in result.stdout
+    assert "grader `matmul_three_ways` calls matmul_loops, matmul_dot, matmul_columns" in (
+        result.stdout
+    )
+
+
 def test_cli_startup_imports_neither_torch_nor_discord() -> None:
     code = (
         "import sys, bot.cli, bot.config, bot.db.setup, bot.content; "

@@ -64,7 +64,7 @@ def _read(directory: Path) -> tuple[Content | None, list[Problem]]:
         ContentMap,
         "create it with `phases:`, each listing its quest ids in order",
     )
-    paths = [p for p in sorted(directory.rglob("*.yaml")) if _is_quest_file(p, directory)]
+    paths = quest_paths(directory)
     quests = [load_file(path, shown(path), Quest) for path in paths]
     problems = [*library.problems, *content_map.problems]
     for loaded in quests:
@@ -81,6 +81,11 @@ def _read(directory: Path) -> tuple[Content | None, list[Problem]]:
         (q.model for q in quests if q.model is not None),
     )
     return content, []
+
+
+def quest_paths(directory: Path) -> list[Path]:
+    """The quest files of a content directory, sorted."""
+    return [p for p in sorted(directory.rglob("*.yaml")) if _is_quest_file(p, directory)]
 
 
 def _is_quest_file(path: Path, directory: Path) -> bool:

@@ -173,12 +173,30 @@ class _Task(_Model):
     prompt: Text
 
 
+class TaskRequirements(_Model):
+    """What grading needs from a worker; a task without ``requires`` runs anywhere."""
+
+    cuda: bool = False
+    min_gpu_memory_gib: float = Field(default=0, ge=0, le=4096)
+
+    @model_validator(mode="after")
+    def _memory_needs_cuda(self) -> TaskRequirements:
+        if self.min_gpu_memory_gib and not self.cuda:
+            raise PydanticCustomError(
+                "memory_without_cuda",
+                "min_gpu_memory_gib is set but cuda is not",
+                {"hint": "add `cuda: true`, or drop min_gpu_memory_gib"},
+            )
+        return self
+
+
 class BuildTask(_Task):
     """Graded code: the submission must define every function in ``interface``."""
 
     kind: Literal["build"]
     grader: GraderName
     interface: tuple[Signature, ...] = Field(min_length=1)
+    requires: TaskRequirements | None = None
 
     @model_validator(mode="after")
     def _names_are_unique(self) -> BuildTask:

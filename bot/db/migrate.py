@@ -75,3 +75,19 @@ async def downgrade(engine: AsyncEngine, revision: str) -> None:
 async def current(engine: AsyncEngine) -> str | None:
     """The applied revision, or None for an empty database."""
     return await _run(engine, _current)
+
+
+async def require_current(engine: AsyncEngine) -> None:
+    """Refuse to work on a schema other than this code's head.
+
+    Workers do not migrate (a remote worker's role may not even be allowed to): the bot
+    does, at start, so a worker that finds an older schema says whom to ask.
+    """
+    revision = await current(engine)
+    head = head_revision()
+    if revision != head:
+        raise DatabaseError(
+            f"the database schema is at {revision or 'nothing'} but this worker needs {head}: "
+            "start the bot (it migrates at start) or run `brrrbot db upgrade` with an owner's "
+            "DATABASE_URL, then start the worker again"
+        )

@@ -26,6 +26,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -162,7 +163,9 @@ class GradingJob(CreatedAt, Base):
         ForeignKey("submissions.id", ondelete="CASCADE"), index=True
     )
     status: Mapped[str] = mapped_column(String(16), default="queued")
-    requirements: Mapped[list[Any]] = mapped_column(default=list)
+    #: what the task needs from a worker (see bot.grading.capabilities)
+    needs_cuda: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    min_gpu_memory_mib: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer, default=3)
     lease_owner: Mapped[str | None] = mapped_column(String(128))
@@ -172,6 +175,24 @@ class GradingJob(CreatedAt, Base):
     finished_at: Mapped[datetime | None]
     result: Mapped[dict[str, Any] | None]
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class WorkerHeartbeat(Base):
+    """A grading worker that is alive, and what it can run.
+
+    Workers refresh ``last_seen_at`` every few seconds; the bot reads the table to tell a
+    member at once when no worker able to grade their task has been seen recently.
+    """
+
+    __tablename__ = "worker_heartbeats"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    cuda: Mapped[bool] = mapped_column(Boolean, default=False)
+    gpu_name: Mapped[str | None] = mapped_column(String(128))
+    gpu_memory_mib: Mapped[int] = mapped_column(Integer, default=0)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
 
 
 class XpEntry(CreatedAt, Base):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bot.db import migrate
 from bot.db.engine import make_engine
+from bot.db.worker_role import create_worker_role
 
 
 async def upgrade_database(url: str) -> str:
@@ -31,3 +32,12 @@ async def describe_revision(url: str) -> str:
     if revision == head:
         return f"{revision} (head)"
     return f"{revision} (head is {head}; run `brrrbot db upgrade`)"
+
+
+async def grant_worker_role(url: str, name: str, password: str) -> bool:
+    """Create or update the least-privilege worker role (see ``bot.db.worker_role``)."""
+    engine = make_engine(url)
+    try:
+        return await create_worker_role(engine, name, password)
+    finally:
+        await engine.dispose()

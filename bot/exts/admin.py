@@ -21,7 +21,8 @@ from sqlalchemy import select, update
 
 from bot import clock, guilds
 from bot.app import BrrrBot
-from bot.content import Quest, check_quest_text, version_hash
+from bot.content import BuildTask, Quest, check_quest_text, version_hash
+from bot.db.dialect import upsert
 from bot.db.models import (
     AuditEntry,
     GradingJob,
@@ -41,10 +42,10 @@ from bot.exts.common import (
 )
 from bot.exts.schedule import PostFailed, Schedule, previous_week
 from bot.grading import queue
+from bot.grading.capabilities import Requirements
 from bot.presentation.limits import batch_embeds, truncate
 from bot.presentation.quests import quest_embeds
 from bot.presentation.safety import no_pings
-from bot.progress.dialect import upsert
 from bot.progress.grants import grant
 from bot.progress.leaderboard import standings
 from bot.progress.members import ensure_member
@@ -417,7 +418,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
                     reply_expires_at=None,
                 )
             )
-            await queue.enqueue(session, row.id)
+            await queue.enqueue(session, row.id, self._requirements(row.task_ref))
             session.add(
                 audit(
                     interaction,
@@ -431,6 +432,14 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
             "verdict by DM, and XP follows the better of the two.",
             ephemeral=True,
         )
+
+    def _requirements(self, task_ref: str) -> Requirements:
+        """What grading ``task_ref`` needs; a task no longer in the content runs anywhere."""
+        try:
+            _, task = self.bot.services.content.find_task(task_ref)
+        except KeyError:
+            return queue.RUNS_ANYWHERE
+        return Requirements.of(task) if isinstance(task, BuildTask) else queue.RUNS_ANYWHERE
 
     @app_commands.command(name="export", description="The leaderboard and the XP ledger as CSV")
     async def export(self, interaction: discord.Interaction) -> None:

@@ -32,11 +32,12 @@ from bot.exts.common import (
     guild_id_of,
     task_autocomplete,
 )
-from bot.grading import outcomes
+from bot.grading import heartbeat, outcomes
+from bot.grading.capabilities import Requirements
 from bot.grading.intake import IntakeRefused, Reply, queue_submission
 from bot.grading.submission_input import SubmissionRejected, format_size, validate_submission
 from bot.presentation.limits import truncate
-from bot.presentation.verdicts import queued_text, verdict_text
+from bot.presentation.verdicts import no_worker_text, queued_text, verdict_text
 from bot.progress.members import ensure_member
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ class Submissions(commands.Cog):
                     filename=file.filename[:255],
                     data=data,
                     prepared=prepared,
-                    requirements=(),
+                    requirements=Requirements.of(found),
                     hourly_limit=self.bot.services.settings.submissions_per_hour,
                     reply=Reply(interaction.token, interaction.created_at, interaction.channel_id),
                     now=now,
@@ -102,9 +103,12 @@ class Submissions(commands.Cog):
         except IntakeRefused as exc:
             raise UserFacingError(str(exc)) from None
         log.info("submission %d queued for %s (%s)", queued.submission_id, ref, interaction.user)
-        await interaction.edit_original_response(
-            content=f"{queued_text(queued.position)}\nSubmission #{queued.submission_id} · `{ref}`"
-        )
+        lines = [queued_text(queued.position)]
+        if not queued.worker_seen:
+            needed = Requirements.of(found).describe()
+            lines.append(no_worker_text(needed, heartbeat.RECENT_S))
+        lines.append(f"Submission #{queued.submission_id} · `{ref}`")
+        await interaction.edit_original_response(content="\n".join(lines))
 
     async def _download(self, file: discord.Attachment) -> bytes:
         """Check what we can before downloading; download at once (URLs expire)."""

@@ -15,7 +15,9 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.db.models import Submission
-from bot.grading import queue
+from bot.db.types import utcnow
+from bot.grading import heartbeat, queue
+from bot.grading.capabilities import Requirements
 from bot.grading.submission_input import PreparedSource
 from bot.progress.members import lock_member
 
@@ -42,6 +44,8 @@ class Queued:
     submission_id: int
     job_id: int
     position: int
+    #: False when no worker able to grade it has been seen lately: tell the member now
+    worker_seen: bool = True
 
 
 async def queue_submission(
@@ -54,7 +58,7 @@ async def queue_submission(
     filename: str,
     data: bytes,
     prepared: PreparedSource,
-    requirements: tuple[str, ...],
+    requirements: Requirements,
     hourly_limit: int,
     reply: Reply | None,
     now: datetime,
@@ -104,4 +108,6 @@ async def queue_submission(
     session.add(submission)
     await session.flush()
     job = await queue.enqueue(session, submission.id, requirements)
-    return Queued(submission.id, job.id, await queue.position(session, job.id))
+    # heartbeats are stamped with the real time by other processes, so compare with that
+    seen = await heartbeat.capable_worker_seen(session, requirements, utcnow())
+    return Queued(submission.id, job.id, await queue.position(session, job.id), seen)

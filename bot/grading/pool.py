@@ -18,9 +18,11 @@ import time
 
 from bot.config import Settings
 from bot.content import BuildTask, load_content
-from bot.db.engine import make_engine, make_sessionmaker
+from bot.db.engine import make_engine
+from bot.db.migrate import require_current
 from bot.errors import UserError
 from bot.grading import PARENT_PID_ENV
+from bot.grading.capabilities import detect
 from bot.grading.worker import Worker
 from bot.sandbox import Zygote, format_report, linux, minimum_ok
 from graders import load_grader
@@ -69,6 +71,7 @@ def worker_command(count: int, *, insecure: bool) -> list[str]:
 
 
 async def _run_one(settings: Settings, *, insecure: bool) -> int:
+    linux.make_undumpable()
     content = load_content(settings.quests_dir)
     for name in {t.grader for q in content.quests for t in q.tasks if isinstance(t, BuildTask)}:
         load_grader(name)  # import graders (and torch) now, not during the first job
@@ -84,16 +87,20 @@ async def _run_one(settings: Settings, *, insecure: bool) -> int:
                     "only on a machine where learner code may do anything."
                 )
             log.warning("grading WITHOUT the minimum isolation (--insecure-sandbox)")
+        try:
+            capabilities = detect(settings.worker_device)
+        except RuntimeError as exc:
+            raise UserError(str(exc)) from None
         engine = make_engine(settings.database_url)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         worker = Worker(
-            make_sessionmaker(engine),
+            engine,
             content,
             zygote,
-            reads=make_sessionmaker(engine, read_only=True),
+            capabilities=capabilities,
             size_limits={
                 "max_py_bytes": settings.max_py_bytes,
                 "max_ipynb_bytes": settings.max_notebook_bytes,
@@ -101,6 +108,7 @@ async def _run_one(settings: Settings, *, insecure: bool) -> int:
             lease_s=float(settings.lease_seconds),
         )
         try:
+            await require_current(engine)
             await worker.run(stop)
         finally:
             await engine.dispose()

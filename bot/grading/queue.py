@@ -2,16 +2,20 @@
 
 Every state change is one conditional UPDATE, so it is atomic on SQLite and
 PostgreSQL alike: two workers racing for a job both issue the same UPDATE and
-exactly one sees ``rowcount == 1``.  A worker that dies stops renewing its
-lease; once the lease expires the job is claimable again, and after
-``max_attempts`` claims it ends as an internal error that is not charged to the
-learner.  Completion is fenced by the lease owner, so a worker that lost its
-lease cannot overwrite the verdict of the one that took over.
+exactly one sees ``rowcount == 1``.  On PostgreSQL the claim first picks its row
+with ``SELECT ... FOR UPDATE SKIP LOCKED``, so concurrent workers each take a
+different job instead of queueing behind one row lock; on SQLite the claim's
+``BEGIN IMMEDIATE`` already serialises writers.  A job only reaches a worker whose
+capabilities satisfy its requirements: the filter is part of the query.
+
+A worker that dies stops renewing its lease; once the lease expires the job is
+claimable again, and after ``max_attempts`` claims it ends as an internal error
+that is not charged to the learner.  Completion is fenced by the lease owner, so a
+worker that lost its lease cannot overwrite the verdict of the one that took over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,10 +25,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.db.models import GradingJob, Submission
 from bot.db.types import utcnow
+from bot.grading.capabilities import Capabilities, Requirements
 
 LEASE_SECONDS = 30.0
-#: how many candidates one claim looks at before giving up on requirements
+#: how many exhausted jobs one claim may retire before it stops looking
 CLAIM_WINDOW = 32
+#: PostgreSQL channel on which enqueue wakes idle workers
+JOBS_CHANNEL = "brrrbot_jobs"
+RUNS_ANYWHERE = Requirements()
+CPU_ONLY = Capabilities()
 
 INTERNAL_ERROR_MESSAGE = (
     "internal error: grading failed {attempts} times without a verdict; this is not your fault "
@@ -38,7 +47,6 @@ class ClaimedJob:
     submission_id: int
     attempt: int
     lease_owner: str
-    requirements: tuple[str, ...]
 
 
 def _claimable(now: datetime) -> Any:
@@ -49,44 +57,64 @@ def _claimable(now: datetime) -> Any:
     )
 
 
+def _runnable(capabilities: Capabilities) -> Any:
+    """Jobs whose requirements this worker satisfies."""
+    memory = GradingJob.min_gpu_memory_mib <= capabilities.gpu_memory_mib
+    return or_(GradingJob.needs_cuda.is_(False), and_(memory, capabilities.cuda))
+
+
 async def enqueue(
-    session: AsyncSession, submission_id: int, requirements: Iterable[str] = ()
+    session: AsyncSession, submission_id: int, requirements: Requirements = RUNS_ANYWHERE
 ) -> GradingJob:
-    """Add a job for a submission within the caller's transaction."""
-    job = GradingJob(submission_id=submission_id, requirements=sorted(set(requirements)))
+    """Add a job for a submission within the caller's transaction.
+
+    On PostgreSQL this also notifies listening workers; the notification is delivered
+    at commit, so no worker wakes for a job it cannot see yet.
+    """
+    job = GradingJob(
+        submission_id=submission_id,
+        needs_cuda=requirements.needs_cuda,
+        min_gpu_memory_mib=requirements.min_gpu_memory_mib,
+    )
     session.add(job)
     await session.flush()
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(select(func.pg_notify(JOBS_CHANNEL, str(job.id))))
     return job
 
 
-async def has_claimable(sessions: async_sessionmaker[AsyncSession]) -> bool:
+async def has_claimable(
+    sessions: async_sessionmaker[AsyncSession], capabilities: Capabilities = CPU_ONLY
+) -> bool:
     """A cheap read (no write lock) that lets idle workers poll often."""
     async with sessions() as session:
-        found = await session.scalar(select(GradingJob.id).where(_claimable(utcnow())).limit(1))
+        found = await session.scalar(
+            select(GradingJob.id).where(_claimable(utcnow()), _runnable(capabilities)).limit(1)
+        )
     return found is not None
 
 
 async def claim(
     sessions: async_sessionmaker[AsyncSession],
     owner: str,
-    capabilities: Iterable[str] = (),
+    capabilities: Capabilities = CPU_ONLY,
     lease_s: float = LEASE_SECONDS,
 ) -> ClaimedJob | None:
     """Take the oldest job this worker can run, or None when there is none."""
-    can = set(capabilities)
     now = utcnow()
     async with sessions() as session, session.begin():
-        rows = (
-            await session.execute(
-                select(GradingJob.id, GradingJob.requirements)
-                .where(_claimable(now))
-                .order_by(GradingJob.id)
-                .limit(CLAIM_WINDOW)
-            )
-        ).all()
-        for job_id, requirements in rows:
-            if not set(requirements or ()) <= can:
-                continue
+        pick = (
+            select(GradingJob.id)
+            .where(_claimable(now), _runnable(capabilities))
+            .order_by(GradingJob.id)
+            .limit(1)
+        )
+        if session.get_bind().dialect.name == "postgresql":
+            pick = pick.with_for_update(skip_locked=True)
+        for _ in range(CLAIM_WINDOW):
+            job_id = await session.scalar(pick)
+            if job_id is None:
+                return None
             won = await session.execute(
                 update(GradingJob)
                 .where(GradingJob.id == job_id, _claimable(now))
@@ -101,7 +129,7 @@ async def claim(
             )
             row = won.first()
             if row is None:
-                continue  # another worker won this one
+                continue  # another worker won this one (SQLite without a write lock only)
             submission_id, attempt, max_attempts = row
             if attempt > max_attempts:
                 await _give_up(session, job_id, submission_id, attempt - 1, now)
@@ -111,7 +139,7 @@ async def claim(
                 .where(Submission.id == submission_id, Submission.status == "queued")
                 .values(status="grading")
             )
-            return ClaimedJob(job_id, submission_id, attempt, owner, tuple(requirements or ()))
+            return ClaimedJob(job_id, submission_id, attempt, owner)
     return None
 
 

@@ -15,14 +15,17 @@ import socket
 from dataclasses import dataclass
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.content import Content
 from bot.content.schema import BuildTask
+from bot.db.engine import make_sessionmaker
 from bot.db.models import Submission
-from bot.grading import queue
+from bot.grading import heartbeat, queue
+from bot.grading.capabilities import Capabilities
 from bot.grading.service import SandboxRunner, grade_prepared
 from bot.grading.submission_input import SubmissionRejected, validate_submission
+from bot.grading.wakeup import Wakeup
 from graders.base import Verdict
 
 log = logging.getLogger(__name__)
@@ -47,18 +50,18 @@ def worker_name() -> str:
 class Worker:
     def __init__(
         self,
-        sessions: async_sessionmaker[AsyncSession],
+        engine: AsyncEngine,
         content: Content,
         sandbox: SandboxRunner,
         *,
-        reads: async_sessionmaker[AsyncSession] | None = None,
-        capabilities: tuple[str, ...] = (),
+        capabilities: Capabilities = queue.CPU_ONLY,
         size_limits: dict[str, int] | None = None,
-        poll_s: float = 0.02,
+        poll_s: float | None = None,
         lease_s: float = queue.LEASE_SECONDS,
     ) -> None:
-        self.sessions = sessions
-        self.reads = reads or sessions
+        self.engine = engine
+        self.sessions = make_sessionmaker(engine)
+        self.reads = make_sessionmaker(engine, read_only=True)
         self.content = content
         self.sandbox = sandbox
         self.capabilities = capabilities
@@ -69,19 +72,37 @@ class Worker:
         self._busy = False
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Grade until ``stop`` is set; sleep ``poll_s`` whenever the queue is empty."""
-        log.info("worker %s ready (capabilities: %s)", self.name, self.capabilities or "cpu")
-        while not stop.is_set():
-            if await self.step():
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.poll_s)
+        """Grade until ``stop`` is set; when the queue is empty, wait for a wakeup.
+
+        ``poll_s`` (None: the backend's default, see ``bot.grading.wakeup``) bounds each wait.
+        """
+        await heartbeat.beat(self.sessions, self.name, self.capabilities)
+        beating = asyncio.create_task(self._keep_beating())
+        log.info("worker %s ready (%s)", self.name, self.capabilities.describe())
+        try:
+            async with Wakeup(self.engine, self.poll_s) as wakeup:
+                while not stop.is_set():
+                    if await self.step():
+                        continue
+                    await wakeup.wait(stop)
+        finally:
+            beating.cancel()
+            with contextlib.suppress(Exception):
+                await heartbeat.forget(self.sessions, self.name)
+
+    async def _keep_beating(self) -> None:
+        while True:
+            await asyncio.sleep(heartbeat.BEAT_S)
+            try:
+                await heartbeat.beat(self.sessions, self.name, self.capabilities)
+            except Exception:  # a database blip must not stop grading; the next beat retries
+                log.warning("worker %s: heartbeat failed", self.name, exc_info=True)
 
     async def step(self) -> bool:
         """Grade at most one job; False when there was nothing to claim."""
         # While jobs keep coming, claim directly; when idle, peek first with a read that
         # takes no write lock, so frequent polling costs the other processes nothing.
-        if not self._busy and not await queue.has_claimable(self.reads):
+        if not self._busy and not await queue.has_claimable(self.reads, self.capabilities):
             return False
         job = await queue.claim(self.sessions, self.name, self.capabilities, self.lease_s)
         self._busy = job is not None

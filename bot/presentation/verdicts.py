@@ -110,3 +110,12 @@ def _checks_block(lines: list[str], room: int) -> str:
 def queued_text(position: int) -> str:
     """The reply to ``/submit`` while the submission waits for a grader (``position`` >= 1)."""
     return f"Queued: you are #{position} in line. Your result will follow once it is graded."
+
+
+def no_worker_text(needed: str, recent_s: float) -> str:
+    """Said at once when nothing able to grade the task has been seen lately."""
+    return (
+        f"Heads up: no grader with {needed} has been seen in the last {recent_s:.0f} s, so "
+        "this may wait a while. It stays queued and loses nothing: the verdict arrives as "
+        "soon as one is back (a moderator can check the workers)."
+    )

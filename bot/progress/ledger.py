@@ -22,8 +22,8 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.db.dialect import upsert
 from bot.db.models import XpEntry
-from bot.progress.dialect import upsert
 from bot.progress.periods import local_date
 from bot.progress.totals import add_to_totals
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.db.dialect import upsert
 from bot.db.models import Guild, Member
-from bot.progress.dialect import upsert
 
 NAME_CHARS = 100  # members.display_name
 

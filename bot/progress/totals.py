@@ -22,8 +22,8 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import and_, case, delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.db.dialect import upsert
 from bot.db.models import MemberXp, MemberXpCount, XpEntry
-from bot.progress.dialect import upsert
 from bot.progress.periods import local_date, month_key, week_key
 
 Board = Literal["all", "week", "month"]

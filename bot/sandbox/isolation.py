@@ -49,6 +49,16 @@ def build_layers(ready: dict[str, Any]) -> list[IsolationLayer]:
         else "process group kill; setsid and setpgid denied by seccomp"
     )
     mode = ready["mode"] + "".join(f" ({note})" for note in ready["mode_notes"])
+    other_uid = ready["job_uid"] != ready["zygote_uid"]
+    if other_uid:
+        reach = f"job runs as uid {ready['job_uid']}, the worker as uid {ready['zygote_uid']}"
+    elif pid_ns and read_only:
+        reach = "the PID and mount namespaces hide the worker's processes and files"
+    else:
+        reach = (
+            "same uid as the worker and no PID or mount namespace: a job could read the "
+            "worker's environment and write its files"
+        )
     return [
         _layer(
             "separate process (exec)",
@@ -76,6 +86,12 @@ def build_layers(ready: dict[str, Any]) -> list[IsolationLayer]:
         ),
         _layer("tmpfs /tmp, /dev/shm, scratch", tmpfs, f"scratch {facts['cwd']}"),
         _layer("IPC and UTS namespaces", separate("ipc") and separate("uts"), ""),
+        _layer(
+            "worker out of the job's reach",
+            other_uid or (pid_ns and read_only),
+            reach,
+            required=True,
+        ),
         _layer(
             "resource limits (rlimits)",
             len(limited) == len(_LIMITED) and limits["CORE"][0] == 0,

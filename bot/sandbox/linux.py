@@ -89,6 +89,16 @@ def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
     return _check(_libc.prctl(option, arg2, arg3, 0, 0), f"prctl {option}")
 
 
+def make_undumpable() -> None:
+    """Make /proc/self root-owned, so same-uid processes cannot read our environment.
+
+    The bot and workers hold secrets (the Discord token, database passwords) in their
+    environment; a learner job must never be able to read them through /proc, even in a
+    degraded sandbox mode that shares their uid.
+    """
+    prctl(PR_SET_DUMPABLE, 0)
+
+
 def sethostname(name: str) -> None:
     raw = name.encode()
     _check(_libc.sethostname(raw, ctypes.c_size_t(len(raw))), "sethostname")

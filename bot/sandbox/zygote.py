@@ -174,6 +174,7 @@ class Server:
             "mode_notes": self.notes,
             "cuda": self.cuda,
             "job_uid": self.host_uid,
+            "zygote_uid": os.geteuid(),
             "cgroups": self._cgroup_notes(),
             "cgroup_dirs": sorted({path for _, path in self.cgroup.dirs.values()})
             if self.cgroup is not None

@@ -90,6 +90,33 @@ def test_library_holds_later_readings_too(seed: Content) -> None:
     ):
         assert entry_id in seed.library
     assert seed.library["inference-engineering"].cost == "free online, print paid"
-    assert seed.cited_by["inference-engineering"] == ()
-    assert seed.cited_by["gpu-glossary"] == ("go-brrrr",)
+    assert seed.cited_by["inference-engineering"] == ("inference-engine",)
+    assert seed.cited_by["gpu-glossary"] == ("go-brrrr", "roofline")
     assert all(entry.url.startswith("https://") for entry in seed.library.values())
+
+
+def test_the_map_follows_the_inference_path(seed: Content) -> None:
+    assert [q.id for q in seed.quests] == [
+        "go-brrrr",
+        "tensor-puzzles",
+        "transformer-internals",
+        "forward-pass",
+        "roofline",
+        "flops-accounting",
+        "inference-engine",
+        "training-path",
+    ]
+    order = [q.id for q in seed.quests]
+    for quest in seed.quests[1:]:  # every prerequisite comes earlier on the map
+        assert quest.prerequisite is not None
+        assert order.index(quest.prerequisite) < order.index(quest.id)
+
+
+def test_every_build_task_matches_its_grader(seed: Content) -> None:
+    """Content and code are validated together: same functions, in the same order."""
+    from graders import load_grader  # imports torch: fine in tests, never in the bot
+
+    tasks = [t for q in seed.quests for t in q.tasks if isinstance(t, BuildTask)]
+    assert len(tasks) >= 8
+    for task in tasks:
+        assert load_grader(task.grader).interface == task.function_names(), task.id

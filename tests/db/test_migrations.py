@@ -14,6 +14,7 @@ from bot.db import migrate
 from bot.db.engine import make_engine
 from bot.db.models import Base
 from bot.errors import DatabaseError
+from tests.postgres_server import BACKENDS, PostgresServer
 
 EXPECTED_TABLES = {
     "guilds",
@@ -25,6 +26,7 @@ EXPECTED_TABLES = {
     "xp_ledger",
     "post_log",
     "audit_log",
+    "worker_heartbeats",
 }
 
 
@@ -44,8 +46,17 @@ async def test_head_matches_models(engine: AsyncEngine) -> None:
     assert await migrate.current(engine) == migrate.head_revision()
 
 
-async def test_empty_head_base_head(sqlite_url: str) -> None:
-    engine = make_engine(sqlite_url)
+@pytest.fixture(params=BACKENDS)
+async def empty_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    """An empty database on each backend."""
+    if request.param == "sqlite":
+        return sqlite_url
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return await server.create_database(migrated=False)
+
+
+async def test_empty_head_base_head(empty_url: str) -> None:
+    engine = make_engine(empty_url)
     try:
         assert await migrate.current(engine) is None
         await migrate.upgrade(engine)

@@ -14,10 +14,13 @@ from bot.db.engine import make_sessionmaker
 from bot.db.models import GradingJob, Guild, Member, Submission
 from bot.db.types import utcnow
 from bot.grading import queue
+from bot.grading.capabilities import Capabilities, Requirements
 from tests.support import REPO
 
 
-async def _submit(engine: AsyncEngine, count: int, requirements: tuple[str, ...] = ()) -> list[int]:
+async def _submit(
+    engine: AsyncEngine, count: int, requirements: Requirements = queue.RUNS_ANYWHERE
+) -> list[int]:
     sessions = make_sessionmaker(engine)
     ids = []
     async with sessions() as session, session.begin():
@@ -61,15 +64,33 @@ async def test_claim_complete_and_position(engine: AsyncEngine) -> None:
         assert await queue.position(session, second) == 1
 
 
+SMALL_GPU = Capabilities(cuda=True, gpu_name="small", gpu_memory_mib=8 * 1024)
+BIG_GPU = Capabilities(cuda=True, gpu_name="big", gpu_memory_mib=80 * 1024)
+
+
 async def test_requirements_route_jobs(engine: AsyncEngine) -> None:
     sessions = make_sessionmaker(engine)
-    (cuda_job,) = await _submit(engine, 1, ("cuda",))
+    reads = make_sessionmaker(engine, read_only=True)
+    (big_job,) = await _submit(engine, 1, Requirements(needs_cuda=True, min_gpu_memory_mib=40_000))
+    (cuda_job,) = await _submit(engine, 1, Requirements(needs_cuda=True))
     (cpu_job,) = await _submit(engine, 1)
-    taken = await queue.claim(sessions, "cpu-worker", capabilities=())
+    taken = await queue.claim(sessions, "cpu-worker", queue.CPU_ONLY)
+    assert taken is not None and taken.job_id == cpu_job  # the CUDA jobs ahead are not its
+    assert await queue.claim(sessions, "cpu-worker", queue.CPU_ONLY) is None
+    assert not await queue.has_claimable(reads, queue.CPU_ONLY)
+    assert await queue.has_claimable(reads, SMALL_GPU)
+    small = await queue.claim(sessions, "small-gpu", SMALL_GPU)
+    assert small is not None and small.job_id == cuda_job  # too little memory for big_job
+    assert await queue.claim(sessions, "small-gpu", SMALL_GPU) is None
+    big = await queue.claim(sessions, "big-gpu", BIG_GPU)
+    assert big is not None and big.job_id == big_job
+
+
+async def test_a_gpu_worker_also_grades_cpu_jobs(engine: AsyncEngine) -> None:
+    sessions = make_sessionmaker(engine)
+    (cpu_job,) = await _submit(engine, 1)
+    taken = await queue.claim(sessions, "gpu-worker", BIG_GPU)
     assert taken is not None and taken.job_id == cpu_job
-    assert await queue.claim(sessions, "cpu-worker", capabilities=()) is None
-    cuda = await queue.claim(sessions, "gpu-worker", capabilities=("cuda",))
-    assert cuda is not None and cuda.job_id == cuda_job
 
 
 async def _expire(engine: AsyncEngine, job_id: int) -> None:
@@ -135,14 +156,14 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 
-async def test_one_winner_per_job_across_processes(engine: AsyncEngine, sqlite_url: str) -> None:
+async def test_one_winner_per_job_across_processes(engine: AsyncEngine, database_url: str) -> None:
     job_ids = await _submit(engine, 120)
     processes = [
         await asyncio.create_subprocess_exec(
             sys.executable,
             "-c",
             CLAIMER,
-            sqlite_url,
+            database_url,
             f"p{i}",
             cwd=REPO,
             stdout=subprocess.PIPE,

@@ -25,11 +25,11 @@ TASK = "go-brrrr/matmul-three-ways"
 
 
 @pytest.fixture
-def worker(sqlite_url: str, engine: AsyncEngine, tmp_path: Path) -> Iterator[subprocess.Popen]:
+def worker(database_url: str, engine: AsyncEngine, tmp_path: Path) -> Iterator[subprocess.Popen]:
     env = {
         "PATH": os.environ["PATH"],
         "PYTHONPATH": str(REPO),
-        "DATABASE_URL": sqlite_url,
+        "DATABASE_URL": database_url,
         "QUESTS_DIR": str(SEED_QUESTS),
         "DISCORD_TOKEN": "secret-that-learners-must-never-see",
     }
@@ -95,7 +95,11 @@ async def test_worker_grades_queued_submissions(
     }
     ids = {name: await _queue(engine, SOLUTIONS / name) for name in cases}
     for name, expected in cases.items():
-        submission = await _verdict(engine, ids[name])
+        try:
+            submission = await _verdict(engine, ids[name])
+        except AssertionError:
+            worker.terminate()
+            raise AssertionError(worker.communicate(timeout=30)[1][-3000:]) from None
         assert submission.status == expected, (name, submission.verdict)
         assert submission.verdict["status"] == expected
         assert submission.verdict["device"] == "cpu"

@@ -133,9 +133,9 @@ async def test_a_member_of_another_guild_is_refused(world: World) -> None:
             )
 
 
-async def test_concurrent_duplicate_verdicts_award_once(world: World, sqlite_url: str) -> None:
+async def test_concurrent_duplicate_verdicts_award_once(world: World, database_url: str) -> None:
     ada = await world.member(1)
-    engines = [make_engine(sqlite_url) for _ in range(2)]
+    engines = [make_engine(database_url) for _ in range(2)]
 
     async def award(sessions: async_sessionmaker[AsyncSession]) -> Award:
         async with sessions() as session, session.begin():

@@ -116,9 +116,11 @@ async def test_invalid_grants_are_refused(
             )
 
 
-async def test_concurrent_retries_of_one_request_apply_once(world: World, sqlite_url: str) -> None:
+async def test_concurrent_retries_of_one_request_apply_once(
+    world: World, database_url: str
+) -> None:
     ada = await world.member(1)
-    engines = [make_engine(sqlite_url) for _ in range(2)]
+    engines = [make_engine(database_url) for _ in range(2)]
 
     async def run(sessions: async_sessionmaker[AsyncSession]) -> Grant:
         async with sessions() as session, session.begin():

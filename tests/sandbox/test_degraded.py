@@ -116,11 +116,13 @@ with Zygote(python=sys.executable) as zygote:
         shutil.rmtree(home)
     assert report["good"] == "ok"
     assert "ROOT-ONLY-SECRET" not in report["leak"]
-    assert report["minimum"]
     if report["mode"] == "user-namespaces":
+        assert report["minimum"]
         assert (
             report["active"]["PID namespace"]
             and report["active"]["mount namespace, read-only root"]
         )
-    else:
+    else:  # bare as an unprivileged user: the job would share the worker's uid
         assert report["mode"] == "bare" and not report["active"]["PID namespace"]
+        assert not report["active"]["worker out of the job's reach"]
+        assert not report["minimum"]

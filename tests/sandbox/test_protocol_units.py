@@ -147,6 +147,8 @@ MUTATIONS = {
     "shape-too-big": _set(("calls", 0, "tensor", "shape"), [3]),
     "tensor-on-failure": _set(("calls", 1, "tensor"), {"dtype": "uint8", "shape": [0]}),
     "duration": _set(("calls", 0, "duration_s"), -1.0),
+    "samples-without-timed-runs": _set(("calls", 0, "samples_s"), [0.1]),
+    "samples-type": _set(("calls", 0, "samples_s"), "fast"),
     "ops": _set(("calls", 0, "ops"), [1, 2]),
     "stdout-type": _set(("stdout",), ["a"]),
     "stdout-size": _set(("stdout",), "x" * 20_000),

@@ -104,6 +104,7 @@ def _ready() -> dict[str, Any]:
         "mode_notes": [],
         "cuda": False,
         "job_uid": 1500000010,
+        "zygote_uid": 0,
         "cgroups": {"memory": "cgroup v1 at /x", "pids": "cgroup v1 at /y"},
         "cgroup_versions": {"memory": 1, "pids": 1},
         "zygote_namespaces": {n: f"{n}:[1]" for n in ("net", "pid", "mnt", "ipc", "uts")},
@@ -150,6 +151,19 @@ def test_one_weak_observation_turns_its_layer_off(
     target[path[-1]] = value
     inactive = [item.name for item in build_layers(ready) if not item.active]
     assert inactive == [layer]
+
+
+def test_same_uid_without_namespaces_breaks_the_minimum() -> None:
+    """Bare mode as an unprivileged worker: the job would share the worker's uid."""
+    ready = copy.deepcopy(_ready())
+    ready["job_uid"] = ready["zygote_uid"] = 10001
+    layers = {layer.name: layer for layer in build_layers(ready)}
+    assert layers["worker out of the job's reach"].active  # user namespaces: PID + mount hide
+    ready["probe"]["pid"] = 7  # no PID namespace: the worker's /proc entries are visible
+    layers = {layer.name: layer for layer in build_layers(ready)}
+    assert not layers["worker out of the job's reach"].active
+    assert "could read the worker's environment" in layers["worker out of the job's reach"].detail
+    assert not minimum_ok(list(layers.values()))
 
 
 def test_reachable_network_breaks_the_minimum() -> None:

@@ -90,7 +90,7 @@ class WorkerProcess:
     async def ready(self, timeout: float = 60) -> None:
         def check() -> bool:
             assert self.process.poll() is None, f"worker exited:\n{self.output()[-4000:]}"
-            return " ready (capabilities" in self.output()
+            return " ready (" in self.output()
 
         await until(check, timeout, f"worker {self.pid} to be ready")
 

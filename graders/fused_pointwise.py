@@ -1,0 +1,240 @@
+"""Grader for roofline/fused-gelu: bias add plus tanh GELU as one pointwise chain.
+
+Correctness is judged on small cases on any host.  On a GPU host one more, large case
+is timed in the sandbox and the achieved bandwidth (the bytes the op must move at
+least: read ``x`` and ``bias``, write the output, over the median sample) is compared
+with the device's datasheet peak.  The samples come from the sandbox, so they are
+untrusted: they only ever decide the bandwidth check, never correctness.  The peak
+comes from a table here, looked up by the name the trusted process reads from the
+driver.  On a CPU host, or a GPU missing from the table, nothing is judged about
+speed and the verdict carries a note saying so, rather than a check that would look
+as if something had been measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+import statistics
+from collections.abc import Sequence
+from types import MappingProxyType
+
+import torch
+
+from bot.sandbox.api import CallResult, GiB, Limits, MiB, SandboxResult
+from graders.base import Check, Plan, Verdict
+from graders.cases import Case, CaseGrader, compare
+
+FUNCTION = "fused_gelu_bias"
+#: sqrt(2 / pi) and the cubic coefficient of the tanh approximation of GELU
+GELU_SCALE = math.sqrt(2.0 / math.pi)
+GELU_CUBIC = 0.044715
+
+#: (pattern on the lowercased device name, label, datasheet HBM/GDDR peak in bytes/s);
+#: first match wins, so the more specific variants come first.  Unknown names get no peak.
+PEAK_BANDWIDTH: tuple[tuple[str, str, float], ...] = (
+    (r"\bh200\b", "H200", 4.8e12),
+    (r"\bh100\b.*\bpcie\b", "H100 PCIe", 2.0e12),
+    (r"\bh100\b.*\bnvl\b", "H100 NVL", 3.9e12),
+    (r"\bh100\b.*\b(sxm\w*|hbm3)\b", "H100 SXM", 3.35e12),
+    (r"\ba100\b.*\b80gb\b.*\bpcie\b", "A100 80GB PCIe", 1.935e12),
+    (r"\ba100\b.*\bsxm\w*\b.*\b80gb\b", "A100 80GB SXM", 2.039e12),
+    (r"\ba100\b.*\b40gb\b", "A100 40GB", 1.555e12),
+    (r"\bl4\b", "L4", 3.0e11),
+    (r"\ba10g?\b", "A10", 6.0e11),
+    (r"\bt4\b", "T4", 3.2e11),
+    (r"\brtx 4090\b", "RTX 4090", 1.008e12),
+)
+#: the bandwidth check passes at this fraction of the datasheet peak
+PASS_FRACTION = 0.5
+#: above this fraction of peak a measurement is physically implausible: not believed
+IMPLAUSIBLE_FRACTION = 1.05
+TIMED_SHAPE = (4096, 4096)  # 2**24 float32 elements: 64 MiB each way, far above any L2
+TIMED_RUNS = 10
+TIMED_LABEL = f"timed {TIMED_SHAPE[0]}x{TIMED_SHAPE[1]} float32 (bandwidth)"
+
+#: the built-in GELU would skip the point of the task: writing (and fusing) the chain
+FORBIDDEN = MappingProxyType({FUNCTION: frozenset({"gelu", "GELU", "gelu_"})})
+HINTS = MappingProxyType(
+    {
+        FUNCTION: (
+            "Compute h = x + bias (bias broadcast over the last dimension), then "
+            "0.5 * h * (1 + tanh(sqrt(2 / pi) * (h + 0.044715 * h**3))), in x's dtype and shape."
+        )
+    }
+)
+SMALL_SHAPES: tuple[tuple[int, ...], ...] = ((33,), (4, 7), (16, 64), (3, 5, 24), (2, 1, 9))
+TOLERANCE = {torch.float32: (1e-4, 1e-5), torch.bfloat16: (2e-2, 1e-2)}
+
+CPU_NOTE = (
+    "bandwidth not measured: this was graded on a CPU host, so only correctness counted. "
+    "On a GPU host the grader also times a 4096x4096 case and compares your GB/s with the "
+    "device's peak."
+)
+
+
+def gelu_bias_reference(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """The tanh GELU of ``x + bias``, computed in float64 and rounded to ``x``'s dtype."""
+    h = x.double() + bias.double()
+    inner = GELU_SCALE * (h + GELU_CUBIC * h.pow(3))
+    return (0.5 * h * (1.0 + torch.tanh(inner))).to(x.dtype)
+
+
+def device_name() -> str:
+    """The GPU's name as the driver reports it, read here in the trusted process; empty
+    (so no peak, and no bandwidth check) when this process cannot ask the driver."""
+    try:
+        return torch.cuda.get_device_name()
+    except (RuntimeError, AssertionError):
+        return ""
+
+
+@functools.lru_cache(maxsize=8)
+def peak_for(name: str) -> tuple[str, float] | None:
+    """The datasheet peak bandwidth of a GPU by name, or None when it is not in the table."""
+    lowered = name.lower()
+    for pattern, label, peak in PEAK_BANDWIDTH:
+        if re.search(pattern, lowered):
+            return label, peak
+    return None
+
+
+def bytes_moved(case: Case) -> int:
+    """The least traffic the op needs: every input read once, the output written once."""
+    tensors = (*case.args, case.expected)
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+class FusedPointwise(CaseGrader):
+    name = "fused_pointwise"
+    interface = (FUNCTION,)
+    #: room for torch.compile's first compiles on a GPU and the 64 MiB timed output
+    limits = Limits(wall_s=60.0, cpu_s=60.0, memory_bytes=2 * GiB, output_bytes=160 * MiB)
+    needs_cuda = True  # prefers a GPU, to measure bandwidth; grades correctness anywhere
+    forbidden = FORBIDDEN
+    forbidden_what = "a built-in GELU; write the tanh formula as a chain of pointwise ops"
+    hints = HINTS
+    passed_feedback = (
+        "All checks passed. Count the HBM traffic: one read of x, one write of the result; "
+        "everything in between can stay in registers when the chain is one kernel. Run eagerly, "
+        "each op is its own kernel and sends an intermediate through HBM and back."
+    )
+
+    def make_cases(self, gen: torch.Generator, device: str) -> list[Case]:
+        """Small cases in two dtypes everywhere; the timed case only where a GPU can time it."""
+        cases = []
+        for dtype, (rtol, atol) in TOLERANCE.items():
+            name = str(dtype).removeprefix("torch.")
+            for shape in SMALL_SHAPES:
+                x = (torch.randn(shape, generator=gen, dtype=torch.float64) * 3).to(dtype)
+                bias = torch.randn(shape[-1], generator=gen, dtype=torch.float64).to(dtype)
+                label = f"x {'x'.join(map(str, shape))} {name}"
+                expected = gelu_bias_reference(x, bias)
+                cases.append(Case(FUNCTION, (x, bias), expected, label, rtol=rtol, atol=atol))
+        if device == "cuda":
+            x = torch.randn(TIMED_SHAPE, generator=gen)
+            bias = torch.randn(TIMED_SHAPE[-1], generator=gen)
+            rtol, atol = TOLERANCE[torch.float32]
+            expected = gelu_bias_reference(x, bias)
+            cases.append(
+                Case(
+                    FUNCTION,
+                    (x, bias),
+                    expected,
+                    TIMED_LABEL,
+                    rtol=rtol,
+                    atol=atol,
+                    timed_runs=TIMED_RUNS,
+                )
+            )
+        return cases
+
+    def extra_checks(
+        self, cases: Sequence[Case], results: Sequence[CallResult | None], device: str
+    ) -> list[Check]:
+        """The bandwidth check, only where it means something: a timed run on a known GPU."""
+        timed = [(c, r) for c, r in zip(cases, results, strict=True) if c.timed_runs > 0]
+        if device != "cuda" or not timed:
+            return []
+        found = peak_for(device_name())
+        if found is None:
+            return []
+        case, result = timed[0]
+        return [bandwidth_check(case, result, *found)]
+
+    def judge(self, task: str, plan: Plan, result: SandboxResult, source: str) -> Verdict:
+        """The case grader's verdict, plus a note when speed was not judged."""
+        verdict = super().judge(task, plan, result, source)
+        if result.status != "ok":
+            return verdict
+        note = self.speed_note(plan.expected["cases"], match_timed(plan, result), result.device)
+        if note:
+            return dataclasses.replace(verdict, notes=(*verdict.notes, note))
+        return verdict
+
+    def speed_note(
+        self, cases: Sequence[Case], timed: CallResult | None, device: str
+    ) -> str | None:
+        """Why no bandwidth check was made, and the raw number where there is one."""
+        if device != "cuda" or not any(c.timed_runs for c in cases):
+            return CPU_NOTE
+        name = device_name()
+        if peak_for(name) is not None:
+            return None
+        case = next(c for c in cases if c.timed_runs)
+        achieved = achieved_bandwidth(case, timed)
+        measured = (
+            f"achieved {achieved / 1e9:.0f} GB/s (bytes read and written / median time)"
+            if achieved is not None
+            else "no usable timing came back"
+        )
+        gpu = repr(name) if name else "this GPU (its name could not be read)"
+        return f"bandwidth not judged: no datasheet peak is on file for {gpu}; {measured}."
+
+
+def match_timed(plan: Plan, result: SandboxResult) -> CallResult | None:
+    """The result of the timed call, when it came back under its own label."""
+    for call, got in zip(plan.calls, result.calls, strict=False):
+        if call.timed_runs and (got.function, got.label) == (call.function, call.label):
+            return got
+    return None
+
+
+def achieved_bandwidth(case: Case, result: CallResult | None) -> float | None:
+    """Bytes per second over the median sample, or None without usable samples."""
+    if result is None or not result.samples_s:
+        return None
+    median = statistics.median(result.samples_s)
+    if not math.isfinite(median) or median <= 0:
+        return None
+    return bytes_moved(case) / median
+
+
+def bandwidth_check(case: Case, result: CallResult | None, label: str, peak: float) -> Check:
+    """Achieved GB/s against the peak; untrusted samples decide this check and nothing else."""
+    name = f"{FUNCTION}: memory bandwidth"
+    peak_text = f"the {label}'s {peak / 1e9:.0f} GB/s peak"
+    if not compare(case, result).ok:
+        return Check(name, False, f"not timed: the {TIMED_LABEL} case must be correct first")
+    achieved = achieved_bandwidth(case, result)
+    if achieved is None:
+        return Check(name, False, "no usable timing samples came back for the timed case")
+    fraction = achieved / peak
+    measured = f"achieved {achieved / 1e9:.0f} GB/s, {fraction:.0%} of {peak_text}"
+    if fraction > IMPLAUSIBLE_FRACTION:
+        return Check(
+            name,
+            False,
+            f"{measured}: faster than the memory can go, so the timing cannot be right "
+            "(is the work really done on every call?)",
+        )
+    if fraction >= PASS_FRACTION:
+        return Check(name, True, f"{measured} (pass mark {PASS_FRACTION:.0%})")
+    return Check(
+        name,
+        False,
+        f"{measured}; the pass mark is {PASS_FRACTION:.0%}. Each eager op is a separate kernel "
+        "that reads and writes the whole tensor: fuse the chain, e.g. with torch.compile.",
+    )

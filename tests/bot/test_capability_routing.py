@@ -1,0 +1,76 @@
+"""A member is told at once when no worker able to grade their task is around."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+import pytest_asyncio
+
+from tests.bot.conftest import World, start_world
+from tests.fakediscord import User
+from tests.support import REPO, SEED_QUESTS
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+CORRECT = (REPO / "tests" / "graders" / "solutions" / "correct.py").read_bytes()
+BUILD = "go-brrrr/matmul-three-ways"
+GPU_ONLY = (
+    "    grader: matmul_three_ways\n    requires:\n      cuda: true\n      min_gpu_memory_gib: 16\n"
+)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
+    tmp = tmp_path_factory.mktemp("routing")
+    quests = tmp / "quests"
+    shutil.copytree(SEED_QUESTS, quests)
+    path = quests / "go-brrrr.yaml"
+    text = path.read_text()
+    assert "    grader: matmul_three_ways\n" in text
+    path.write_text(text.replace("    grader: matmul_three_ways\n", GPU_ONLY, 1))
+    async for started in start_world(tmp, workers=0, extra_env={"QUESTS_DIR": str(quests)}):
+        yield started
+
+
+async def _submit(world: World, learner: User) -> str:
+    handle = await world.fake.invoke_slash(
+        world.guild,
+        world.quests,
+        learner,
+        "submit",
+        options={"task": BUILD},
+        attachments=[("solution.py", CORRECT)],
+    )
+    return (await handle.wait_for(lambda m: not m.loading, timeout=15)).content
+
+
+def _heartbeat(world: World, name: str, cuda: bool, memory_mib: int) -> None:
+    now = datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ")
+    with sqlite3.connect(world.workdir / "data" / "brrrbot.sqlite3") as db:
+        db.execute(
+            "INSERT INTO worker_heartbeats VALUES (?, 'gpu-host', ?, ?, ?, ?, ?)",
+            (name, cuda, "Test GPU" if cuda else None, memory_mib, now, now),
+        )
+
+
+async def test_no_gpu_worker_is_said_at_once_and_the_job_waits(world: World) -> None:
+    reply = await _submit(world, world.learner())
+    assert reply.startswith("Queued")
+    assert "no grader with a CUDA GPU with at least 16 GiB of memory has been seen" in reply
+    assert "loses nothing" in reply
+
+
+async def test_a_cpu_worker_or_a_small_gpu_does_not_count(world: World) -> None:
+    _heartbeat(world, "cpu-1", cuda=False, memory_mib=0)
+    _heartbeat(world, "small-gpu", cuda=True, memory_mib=8 * 1024)
+    assert "no grader with a CUDA GPU" in await _submit(world, world.learner())
+
+
+async def test_a_capable_worker_seen_recently_means_no_warning(world: World) -> None:
+    _heartbeat(world, "big-gpu", cuda=True, memory_mib=80 * 1024)
+    reply = await _submit(world, world.learner())
+    assert reply.startswith("Queued") and "no grader" not in reply

@@ -1,0 +1,120 @@
+"""The remote worker's PostgreSQL role can run the queue and nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import delete, insert, select, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.db.engine import make_engine, make_sessionmaker
+from bot.db.models import Guild, Member, Submission, XpEntry
+from bot.db.setup import grant_worker_role
+from bot.errors import UserError
+from bot.grading import heartbeat, queue
+from bot.grading.capabilities import Capabilities
+from tests.postgres_server import PostgresServer
+from tests.support import run_cli
+
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+async def owner_url(postgres_server: PostgresServer) -> str:
+    return await postgres_server.create_database()
+
+
+@pytest.fixture
+async def worker_engine(postgres_server: PostgresServer, owner_url: str) -> AsyncEngine:
+    assert await grant_worker_role(owner_url, "brrrbot_worker", PASSWORD) in (True, False)
+    database = owner_url.rsplit("/", 1)[1]
+    engine = make_engine(postgres_server.url(database, "brrrbot_worker", PASSWORD))
+    yield engine
+    await engine.dispose()
+
+
+async def _queue_one(owner_url: str) -> None:
+    engine = make_engine(owner_url)
+    async with make_sessionmaker(engine)() as session, session.begin():
+        session.add(Guild(id=1))
+        session.add(Member(id=1, guild_id=1, user_id=10))
+        await session.flush()
+        submission = Submission(
+            guild_id=1,
+            member_id=1,
+            task_ref="go-brrrr/matmul-three-ways",
+            filename="s.py",
+            file_kind="py",
+            content=b"pass\n",
+            size_bytes=5,
+            sha256="0" * 64,
+        )
+        session.add(submission)
+        await session.flush()
+        await queue.enqueue(session, submission.id)
+    await engine.dispose()
+
+
+async def test_the_role_runs_the_queue(owner_url: str, worker_engine: AsyncEngine) -> None:
+    await _queue_one(owner_url)
+    sessions = make_sessionmaker(worker_engine)
+    await heartbeat.beat(sessions, "w1", Capabilities())
+    job = await queue.claim(sessions, "w1")
+    assert job is not None
+    async with sessions() as session:
+        row = (
+            await session.execute(
+                select(Submission.task_ref, Submission.content).where(
+                    Submission.id == job.submission_id
+                )
+            )
+        ).one()
+    assert row.content == b"pass\n"
+    assert await queue.complete(sessions, job, {"status": "passed", "score": 1.0})
+    await heartbeat.forget(sessions, "w1")
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        select(XpEntry.id),
+        select(Member.user_id),
+        select(Submission.member_id),
+        insert(XpEntry).values(guild_id=1, member_id=1, amount=1000, reason="x", source="admin"),
+        delete(Submission),
+        text("CREATE TABLE stolen (x int)"),
+    ],
+    ids=["read-ledger", "read-members", "read-submitter", "write-ledger", "delete", "create"],
+)
+async def test_the_role_can_do_nothing_else(
+    owner_url: str, worker_engine: AsyncEngine, statement: object
+) -> None:
+    await _queue_one(owner_url)
+    async with worker_engine.connect() as connection:
+        with pytest.raises(DBAPIError, match="permission denied"):
+            await connection.execute(statement)
+
+
+async def test_rerunning_updates_the_password(owner_url: str, worker_engine: AsyncEngine) -> None:
+    assert not await grant_worker_role(owner_url, "brrrbot_worker", PASSWORD + "!")
+    async with worker_engine.connect() as connection:  # pooled connection: already logged in
+        assert await connection.scalar(text("SELECT current_user")) == "brrrbot_worker"
+
+
+async def test_bad_names_and_weak_passwords_are_refused(owner_url: str) -> None:
+    with pytest.raises(UserError, match="not allowed"):
+        await grant_worker_role(owner_url, "Robert'); DROP TABLE members;--", PASSWORD)
+    with pytest.raises(UserError, match="at least 12"):
+        await grant_worker_role(owner_url, "brrrbot_worker", "short")
+
+
+def test_the_command_needs_postgresql_and_a_password(sqlite_url: str, tmp_path: Path) -> None:
+    missing = run_cli("db", "worker-role", "w", cwd=tmp_path, env={"DATABASE_URL": sqlite_url})
+    assert missing.returncode == 2
+    assert "WORKER_DB_PASSWORD is not set" in missing.stderr
+    env = {"DATABASE_URL": sqlite_url, "WORKER_DB_PASSWORD": PASSWORD}
+    on_sqlite = run_cli("db", "worker-role", "w", cwd=tmp_path, env=env)
+    assert on_sqlite.returncode == 2
+    assert "worker roles need PostgreSQL" in on_sqlite.stderr

@@ -1,0 +1,24 @@
+"""Reference solution in plain Python: count pairs, pick the first most frequent, replace."""
+
+import itertools
+
+import torch
+
+
+def bpe_merge_step(ids):
+    ids = ids.tolist()
+    counts = {}
+    for pair in itertools.pairwise(ids):
+        counts[pair] = counts.get(pair, 0) + 1
+    best = max(counts, key=counts.get)  # first maximal key, in first-occurrence order
+    new = max(ids) + 1
+    out = []
+    i = 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == best:
+            out.append(new)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return torch.tensor(out, dtype=torch.int64)

@@ -1,0 +1,210 @@
+"""forward-pass: the GPT-2 block grader run for real through the sandbox, and the quiz
+answers recomputed from GPT-2 small's config."""
+
+from __future__ import annotations
+
+import importlib.util
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from bot.content import BuildTask, Content, QuizTask, answer_matches, load_content
+from bot.grading.service import SandboxRunner
+from bot.grading.submission_input import validate_submission
+from bot.sandbox import Zygote
+from bot.sandbox.api import SandboxRequest
+from graders import load_grader
+from graders.base import Verdict
+from graders.cases import compare_tensor
+from graders.gpt2_block import Gpt2Block
+from graders.quiz import grade_quiz
+from tests.support import SEED_QUESTS
+
+TASK = "forward-pass/gpt2-block"
+QUIZ = "forward-pass/gpt2-small-numbers"
+SOLUTIONS = Path(__file__).parent / "solutions" / "forward-pass"
+FUNCTIONS = ("layer_norm", "causal_self_attention", "mlp", "gpt2_block")
+
+# GPT-2 small, as in its config.json
+N_LAYER, N_HEAD, N_EMBD, VOCAB, N_CTX = 12, 12, 768, 50257, 1024
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """Trusted-side torch work on one thread, as in the sandbox: tiny ops on a busy machine
+    otherwise wait on idle worker threads far longer than they compute."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[SandboxRunner]:
+    with Zygote() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def content() -> Content:
+    return load_content(SEED_QUESTS)
+
+
+def grade(zygote: SandboxRunner, name: str) -> Verdict:
+    prepared = validate_submission(name, (SOLUTIONS / name).read_bytes())
+    grader = load_grader("gpt2_block")
+    plan = grader.plan(secrets.randbits(62), "cpu")
+    request = SandboxRequest(prepared.source, name, plan.calls, grader.limits)
+    return grader.judge(TASK, plan, zygote.run(request), prepared.source)
+
+
+def passed(verdict: Verdict) -> dict[str, bool]:
+    return {c.name: c.passed for c in verdict.checks}
+
+
+def message(verdict: Verdict, name: str) -> str:
+    (check,) = [c for c in verdict.checks if c.name == name]
+    return check.message
+
+
+def load_solution(name: str) -> ModuleType:
+    """Our own example file, imported here only to sweep seeds without the sandbox."""
+    spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), SOLUTIONS / name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_quest_names_this_grader_and_its_interface(content: Content) -> None:
+    task = content.find_task(TASK)[1]
+    assert isinstance(task, BuildTask)
+    grader = load_grader(task.grader)
+    assert isinstance(grader, Gpt2Block)
+    assert task.function_names() == grader.interface == FUNCTIONS
+    for name in ("layer_norm", "scaled_dot_product_attention", "gelu", "int(n_head)", "1e-5"):
+        assert name in task.prompt
+    assert "(out_features, in_features)" in task.prompt
+    quest = content.quest("forward-pass")
+    assert quest.prerequisite == "transformer-internals"
+    assert "Conv1D" in quest.summary and "safetensors" in quest.summary
+
+
+def test_the_correct_solution_passes(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "correct.py")
+    assert verdict.status == "passed", [c.message for c in verdict.checks if not c.passed]
+    assert verdict.score == 1.0
+    assert len(verdict.checks) == 8  # results and allowed ops, for each of four functions
+
+
+def test_tolerance_separates_right_from_nearly_right() -> None:
+    """Over many seeds: float32 rounding always passes, the erf GELU never does."""
+    grader = Gpt2Block()
+    right, erf = load_solution("correct.py"), load_solution("wrong_erf_gelu.py")
+    for seed in range(25):
+        for case in grader.plan(seed, "cpu").expected["cases"]:
+            assert compare_tensor(case, getattr(right, case.function)(*case.args)).ok
+            if case.function == "mlp":
+                assert not compare_tensor(case, erf.mlp(*case.args)).ok, (seed, case.label)
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong", "expected"),
+    [
+        ("wrong_unbiased_var.py", {"layer_norm", "gpt2_block"}, "biased variance"),
+        ("wrong_erf_gelu.py", {"mlp", "gpt2_block"}, "erf GELU"),
+        ("wrong_no_mask.py", {"causal_self_attention", "gpt2_block"}, "masked to -inf"),
+        ("wrong_post_norm.py", {"gpt2_block"}, "LayerNorm goes inside each branch"),
+    ],
+)
+def test_realistic_mistakes_fail_where_they_are(
+    zygote: SandboxRunner, name: str, wrong: set[str], expected: str
+) -> None:
+    verdict = grade(zygote, name)
+    assert verdict.status == "failed"
+    results = {f: passed(verdict)[f"{f}: correct results"] for f in FUNCTIONS}
+    assert {f for f, ok in results.items() if not ok} == wrong
+    first = sorted(wrong, key=FUNCTIONS.index)[0]
+    assert expected in message(verdict, f"{first}: correct results")
+    assert "entries wrong" in message(verdict, "gpt2_block: correct results")
+
+
+def test_the_mask_only_matters_past_one_position(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "wrong_no_mask.py")
+    assert "failed 3 of 4 cases" in message(verdict, "causal_self_attention: correct results")
+
+
+def test_library_versions_fail_the_allowed_operations_checks(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "cheat_library.py")
+    assert verdict.status == "failed"
+    checks = passed(verdict)
+    assert all(checks[f"{f}: correct results"] for f in FUNCTIONS)
+    assert not any(checks[f"{f}: allowed operations only"] for f in FUNCTIONS)
+    assert "layer_norm is a library version" in message(
+        verdict, "layer_norm: allowed operations only"
+    )
+    attention = message(verdict, "causal_self_attention: allowed operations only")
+    assert "scaled_dot_product_attention" in attention and "torch recorded" in attention
+    assert "gelu is a library version" in message(verdict, "mlp: allowed operations only")
+
+
+# -- the quiz -----------------------------------------------------------------------------
+
+
+def expected_answers() -> dict[str, float]:
+    """Every numeric answer, from GPT-2 small's config."""
+    c = N_EMBD
+    linear = [(c, 3 * c), (c, c), (c, 4 * c), (4 * c, c)]  # c_attn, c_proj, c_fc, mlp c_proj
+    block = sum(i * o + o for i, o in linear) + 2 * (2 * c)  # plus ln_1 and ln_2
+    wte, wpe = VOCAB * c, N_CTX * c
+    return {
+        "head-dim": c / N_HEAD,
+        "block-params": block,
+        "token-embedding-params": wte,
+        "total-params": wte + wpe + N_LAYER * block + 2 * c,
+        "attention-scores": N_HEAD * N_CTX * N_CTX,
+    }
+
+
+def test_quiz_answers_are_the_computed_values(content: Content) -> None:
+    quiz = content.find_task(QUIZ)[1]
+    assert isinstance(quiz, QuizTask)
+    expected = expected_answers()
+    assert expected["block-params"] == 12 * N_EMBD**2 + 13 * N_EMBD == 7_087_872
+    for question in quiz.questions:
+        if question.id in expected:
+            assert question.tolerance is not None
+            assert question.numeric_answers() == (expected[question.id],), question.id
+    c_attn = torch.nn.Linear(N_EMBD, 3 * N_EMBD).weight.T  # Conv1D stores the transpose
+    assert quiz.questions[1].answers == (str(tuple(c_attn.shape)),)
+
+
+def test_quiz_accepts_right_answers_and_rejects_typical_slips(content: Content) -> None:
+    quiz = content.find_task(QUIZ)[1]
+    assert isinstance(quiz, QuizTask)
+    right = {
+        "head-dim": "64",
+        "c-attn-shape": "torch.Size([768, 2304])",
+        "block-params": "7,087,872",
+        "token-embedding-params": "3.8597e7",
+        "total-params": "124,439,808 parameters",
+        "attention-scores": "12582912",
+    }
+    verdict = grade_quiz(QUIZ, quiz, right)
+    assert verdict.status == "passed" and verdict.score == 1.0
+    slips = {
+        "head-dim": "768",  # every head gets the full width
+        "c-attn-shape": "(2304, 768)",  # the nn.Linear layout, not the checkpoint's
+        "block-params": "7,077,888",  # weights only, biases and LayerNorms forgotten
+        "token-embedding-params": "38,400,000",  # the vocabulary rounded to 50,000
+        "total-params": str(int(expected_answers()["total-params"]) + VOCAB * N_EMBD),
+        "attention-scores": str(N_CTX * N_CTX),  # one head only
+    }
+    by_id = {q.id: q for q in quiz.questions}
+    for question_id, slip in slips.items():
+        assert not answer_matches(slip, by_id[question_id]), question_id
+    assert grade_quiz(QUIZ, quiz, slips).score == 0.0

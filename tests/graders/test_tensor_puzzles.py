@@ -1,0 +1,181 @@
+"""tensor-puzzles: the broadcasting drills graded for real in the sandbox, and the shape quiz.
+
+Learner code runs only inside ``bot.sandbox``'s jobs, never in this process.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from bot.content.documents import load_file
+from bot.content.schema import BuildTask, Quest, QuizTask
+from bot.grading.service import SandboxRunner
+from bot.grading.submission_input import validate_submission
+from bot.sandbox import Zygote
+from bot.sandbox.api import SandboxRequest
+from graders import load_grader
+from graders.base import Verdict
+from graders.cases import compare_tensor
+from graders.quiz import grade_quiz
+from graders.tensor_puzzles import TensorPuzzles
+from tests.support import SEED_QUESTS
+
+TASK = "tensor-puzzles/broadcasting-drills"
+SOLUTIONS = Path(__file__).parent / "solutions" / "tensor-puzzles"
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[SandboxRunner]:
+    """One warm zygote for the module; whatever isolation it has is fine for our examples."""
+    with Zygote() as running:
+        yield running
+
+
+def quest() -> Quest:
+    """This quest's file alone, so other quests being edited cannot break these tests
+    (``test_seed_content`` checks the whole directory, cross-references included)."""
+    loaded = load_file(SEED_QUESTS / "tensor-puzzles.yaml", "tensor-puzzles.yaml", Quest)
+    assert loaded.model is not None, loaded.problems
+    return loaded.model
+
+
+def grade(zygote: SandboxRunner, name: str) -> Verdict:
+    prepared = validate_submission(name, (SOLUTIONS / name).read_bytes())
+    grader = TensorPuzzles()
+    plan = grader.plan(secrets.randbits(62), "cpu")
+    request = SandboxRequest(prepared.source, name, plan.calls, grader.limits)
+    return grader.judge(TASK, plan, zygote.run(request), prepared.source)
+
+
+def check(verdict: Verdict, name: str) -> str:
+    (found,) = [c for c in verdict.checks if c.name == name]
+    assert not found.passed, found.message
+    return found.message
+
+
+def test_the_quest_names_the_grader_and_its_interface() -> None:
+    task = quest().task("broadcasting-drills")
+    assert isinstance(task, BuildTask)
+    assert load_grader(task.grader).interface == task.function_names()
+    for name in ("outer", "diagonal", "triu", "tril", "cumsum", "flip", "clamp", "einsum"):
+        assert f"`{name}`" in task.prompt or f"/`{name}`" in task.prompt, name
+
+
+def test_the_reference_solution_passes(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "correct.py")
+    assert verdict.status == "passed", [c.message for c in verdict.checks if not c.passed]
+    assert verdict.score == 1.0 and len(verdict.checks) == 12
+
+
+#: each wrong solution -> the functions it gets wrong -> what their failing check must say
+WRONG: dict[str, dict[str, str]] = {
+    "wrong_triangles.py": {
+        "triu": "you zeroed the diagonal too",
+        "cumsum": "that is the exclusive running sum",
+    },
+    "wrong_dtypes.py": {
+        "cumsum": "expected dtype int64, got float32",
+        "relu": "expected dtype int64, got float32",
+    },
+    "wrong_outer_flip.py": {"outer": "expected shape", "flip": "raised IndexError"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_wrong_solutions_fail_on_their_mistakes_only(zygote: SandboxRunner, name: str) -> None:
+    verdict = grade(zygote, name)
+    assert verdict.status == "failed" and verdict.score < 1.0
+    for function, expected in WRONG[name].items():
+        assert expected in check(verdict, f"{function}: correct results")
+    right = [c for c in verdict.checks if c.name.split(":")[0] not in WRONG[name]]
+    assert all(c.passed for c in right), [c.message for c in right if not c.passed]
+
+
+def test_library_calls_fail_the_allowed_operations_checks(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "cheat_library.py")
+    assert verdict.status == "failed" and verdict.score == 0.5  # right answers, wrong means
+    what = "a library call that solves this puzzle for you"
+    for function, call in [
+        ("outer", "outer"),
+        ("diag", "diagonal"),
+        ("triu", "triu"),
+        ("cumsum", "cumsum"),
+        ("flip", "flip"),
+        ("relu", "clamp"),
+    ]:
+        message = check(verdict, f"{function}: allowed operations only")
+        assert f"{call} is {what}" in message
+        assert "torch recorded" in message
+
+
+def test_float32_cumsum_tolerance_admits_any_summation_order() -> None:
+    """The broadcast-mask sum and a left-to-right float32 loop both pass, on many seeds."""
+    for seed in range(40):
+        for case in TensorPuzzles().plan(seed, "cpu").expected["cases"]:
+            if case.function != "cumsum" or case.expected.dtype != torch.float32:
+                continue
+            (a,) = case.args
+            n = a.shape[0]
+            i = torch.arange(n)
+            masked = ((i[None, :] <= i[:, None]) * a[None, :]).sum(1)
+            running, total = [], torch.zeros((), dtype=torch.float32)
+            for value in a:
+                total = total + value
+                running.append(total)
+            for got in (masked, torch.stack(running)):
+                assert compare_tensor(case, got).ok, (seed, case.label)
+
+
+def _quiz() -> QuizTask:
+    task = quest().task("broadcast-shapes")
+    assert isinstance(task, QuizTask)
+    return task
+
+
+def _broadcast(*shapes: tuple[int, ...]) -> str:
+    """What torch says: the broadcast shape, or "error"."""
+    try:
+        return str(tuple(torch.broadcast_shapes(*shapes)))
+    except RuntimeError:
+        return "error"
+
+
+#: question id -> the shapes it asks about (the arithmetic behind each accepted answer)
+SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {
+    "column-and-row": ((3, 1), (1, 4)),
+    "missing-dimension": ((5, 1, 3), (4, 1)),
+    "mismatch": ((2, 3), (3, 2)),
+    "vector-and-column": ((3,), (4, 1)),
+    "trailing-mismatch": ((4, 3), (4,)),
+    "four-dimensions": ((8, 1, 6, 1), (7, 1, 5)),
+    "cumsum-mask": ((1, 5), (5, 1)),  # i[None, :] <= i[:, None]
+}
+
+
+def test_broadcast_quiz_answers_are_what_torch_computes() -> None:
+    task = _quiz()
+    assert {q.id for q in task.questions} == set(SHAPES)
+    answers = {q: _broadcast(*shapes) for q, shapes in SHAPES.items()}
+    i = torch.arange(5)
+    assert answers["cumsum-mask"] == str(tuple((i[None, :] <= i[:, None]).shape))
+    verdict = grade_quiz("tensor-puzzles/broadcast-shapes", task, answers)
+    assert verdict.status == "passed" and verdict.score == 1.0, verdict.checks
+
+
+def test_typical_broadcast_mistakes_are_marked_wrong() -> None:
+    task = _quiz()
+    answers = {q: _broadcast(*shapes) for q, shapes in SHAPES.items()}
+    answers |= {
+        "trailing-mismatch": "(4, 3)",  # aligning from the left
+        "missing-dimension": "(5, 4, 1)",
+        "mismatch": "(3, 3)",
+    }
+    verdict = grade_quiz("tensor-puzzles/broadcast-shapes", task, answers)
+    wrong = {c.name for c in verdict.checks if not c.passed}
+    assert wrong == {"trailing-mismatch", "missing-dimension", "mismatch"}
+    assert verdict.score == 4 / 7

@@ -1,0 +1,291 @@
+"""training-path: the manual-backward and LoRA graders run for real through the sandbox,
+and the LoRA budget quiz recomputed from GPT-2 small's shapes."""
+
+from __future__ import annotations
+
+import importlib.util
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from bot.content import BuildTask, Content, QuizTask, answer_matches, load_content
+from bot.grading.service import SandboxRunner
+from bot.grading.submission_input import validate_submission
+from bot.sandbox import Zygote
+from bot.sandbox.api import SandboxRequest
+from graders import load_grader
+from graders.base import Verdict
+from graders.cases import compare_tensor
+from graders.lora_linear import LoraLinear
+from graders.mlp_backward import GRADIENTS, MlpBackward
+from graders.quiz import grade_quiz
+from graders.source_scan import Rules, scan
+from tests.support import SEED_QUESTS
+
+BACKWARD = "training-path/manual-backward"
+LORA = "training-path/lora-linear"
+QUIZ = "training-path/lora-budget"
+SOLUTIONS = Path(__file__).parent / "solutions" / "training-path"
+
+# GPT-2 small, as in its config.json
+N_LAYER, N_EMBD, VOCAB, N_CTX = 12, 768, 50257, 1024
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """Trusted-side torch work on one thread, as in the sandbox: tiny ops on a busy machine
+    otherwise wait on idle worker threads far longer than they compute."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[SandboxRunner]:
+    with Zygote() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def content() -> Content:
+    return load_content(SEED_QUESTS)
+
+
+def grade(zygote: SandboxRunner, grader_name: str, task: str, name: str) -> Verdict:
+    prepared = validate_submission(name, (SOLUTIONS / name).read_bytes())
+    grader = load_grader(grader_name)
+    plan = grader.plan(secrets.randbits(62), "cpu")
+    request = SandboxRequest(prepared.source, name, plan.calls, grader.limits)
+    return grader.judge(task, plan, zygote.run(request), prepared.source)
+
+
+def passed(verdict: Verdict) -> dict[str, bool]:
+    return {c.name: c.passed for c in verdict.checks}
+
+
+def message(verdict: Verdict, name: str) -> str:
+    (check,) = [c for c in verdict.checks if c.name == name]
+    return check.message
+
+
+def load_solution(name: str) -> ModuleType:
+    """Our own example file, imported here only to sweep seeds without the sandbox."""
+    spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), SOLUTIONS / name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_quest_names_these_graders_and_interfaces(content: Content) -> None:
+    for ref, grader_type in ((BACKWARD, MlpBackward), (LORA, LoraLinear)):
+        task = content.find_task(ref)[1]
+        assert isinstance(task, BuildTask)
+        grader = load_grader(task.grader)
+        assert isinstance(grader, grader_type)
+        assert task.function_names() == grader.interface
+    backward = content.find_task(BACKWARD)[1]
+    assert "((y - t) ** 2).mean()" in backward.prompt and "backward" in backward.prompt
+    lora = content.find_task(LORA)[1]
+    assert "alpha / r" in lora.prompt and "F.linear" in lora.prompt
+    assert content.quest("training-path").prerequisite == "forward-pass"
+
+
+# -- manual backward ----------------------------------------------------------------------
+
+
+def test_the_backward_reference_is_autograd_on_the_stated_loss() -> None:
+    """The formulas in the hints give autograd's gradients (so the hints are right)."""
+    plan = MlpBackward().plan(7, "cpu").expected["cases"]
+    x, w1, b1, w2, b2, t = plan[0].args
+    z = x @ w1.T + b1
+    h = z.relu()
+    dy = 2 * (h @ w2.T + b2 - t) / t.numel()
+    dz = (dy @ w2) * (z > 0)
+    mine = {"grad_w2": dy.T @ h, "grad_b2": dy.sum(0), "grad_w1": dz.T @ x, "grad_b1": dz.sum(0)}
+    for function in GRADIENTS:
+        first = next(c for c in plan if c.function == function and c.args[0] is x)
+        assert compare_tensor(first, mine[function]).ok, function
+
+
+def test_the_correct_backward_passes(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "mlp_backward", BACKWARD, "backward_correct.py")
+    assert verdict.status == "passed", [c.message for c in verdict.checks if not c.passed]
+    assert verdict.score == 1.0 and len(verdict.checks) == 8
+
+
+def test_the_backward_tolerance_holds_over_many_seeds() -> None:
+    grader, right = MlpBackward(), load_solution("backward_correct.py")
+    for seed in range(20):
+        for case in grader.plan(seed, "cpu").expected["cases"]:
+            assert compare_tensor(case, getattr(right, case.function)(*case.args)).ok
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong", "expected"),
+    [
+        ("backward_wrong_no_mask.py", {"grad_w1", "grad_b1"}, "zeros wherever the pre-act"),
+        ("backward_wrong_mean.py", set(GRADIENTS), "divide by y.numel(), not the batch size"),
+        ("backward_wrong_transpose.py", {"grad_w2"}, "expected shape ("),  # (H, O) for (O, H)
+    ],
+)
+def test_backward_mistakes_fail_where_they_are(
+    zygote: SandboxRunner, name: str, wrong: set[str], expected: str
+) -> None:
+    verdict = grade(zygote, "mlp_backward", BACKWARD, name)
+    assert verdict.status == "failed"
+    results = {f: passed(verdict)[f"{f}: correct results"] for f in GRADIENTS}
+    assert {f for f, ok in results.items() if not ok} == wrong
+    first = next(f for f in GRADIENTS if f in wrong)  # feedback starts at the output layer
+    assert expected in message(verdict, f"{first}: correct results")
+
+
+def test_autograd_fails_the_allowed_operations_checks(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "mlp_backward", BACKWARD, "backward_cheat_autograd.py")
+    assert verdict.status == "failed"
+    checks = passed(verdict)
+    for function in GRADIENTS:
+        assert checks[f"{function}: correct results"]
+        assert not checks[f"{function}: allowed operations only"]
+    text = message(verdict, "grad_w2: allowed operations only")
+    assert "requires_grad_ is autograd machinery; derive the gradients yourself" in text
+    assert "torch.autograd.grad" in text and "torch recorded" in text
+
+
+def test_gradient_names_are_not_mistaken_for_autograd() -> None:
+    """The scan matches whole names: grad_w1, a local `grad` and torch.no_grad are fine."""
+    source = (
+        "import torch\n"
+        "def helper(x):\n    grad = x * 2\n    return grad\n"
+        "def grad_w1(x, w1, b1, w2, b2, t):\n"
+        "    with torch.no_grad():\n        return helper(x) + grad_b1(x, w1, b1, w2, b2, t)\n"
+        "def grad_b1(x, w1, b1, w2, b2, t):\n    return x.grad\n"
+    )
+    rules = Rules(
+        MlpBackward.forbidden["grad_w1"],
+        what=MlpBackward.forbidden_what,
+        matmul_operator=False,
+        whole_dot=False,
+        independent=False,
+    )
+    reports = scan(source, ("grad_w1", "grad_b1"), rules)
+    assert [str(f) for f in reports["grad_b1"].findings] == [
+        "line 9 `return x.grad`: grad is autograd machinery; derive the gradients yourself"
+    ]
+    # grad_w1 calls grad_b1, so it inherits that finding, and nothing else
+    assert [f.line for f in reports["grad_w1"].findings] == [9]
+
+
+# -- LoRA ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["lora_correct.py", "lora_correct_merged.py"])
+def test_correct_lora_layers_pass(zygote: SandboxRunner, name: str) -> None:
+    verdict = grade(zygote, "lora_linear", LORA, name)
+    assert verdict.status == "passed", [c.message for c in verdict.checks if not c.passed]
+    assert verdict.score == 1.0 and len(verdict.checks) == 3
+
+
+def test_lora_starts_at_the_base_model() -> None:
+    cases = LoraLinear().plan(3, "cpu").expected["cases"]
+    first = cases[0]
+    assert first.function == "lora_linear" and "all zero" in first.label
+    x, w, b, _, b_lora, _ = first.args
+    assert not b_lora.any()
+    assert compare_tensor(first, x @ w.T + b).ok
+
+
+def test_lora_tolerance_holds_over_many_seeds() -> None:
+    grader = LoraLinear()
+    solutions = [load_solution(n) for n in ("lora_correct.py", "lora_correct_merged.py")]
+    for seed in range(20):
+        for case in grader.plan(seed, "cpu").expected["cases"]:
+            for solution in solutions:
+                assert compare_tensor(case, getattr(solution, case.function)(*case.args)).ok
+
+
+def test_lora_scaled_by_alpha_alone_fails(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "lora_linear", LORA, "lora_wrong_scale.py")
+    assert verdict.status == "failed"
+    text = message(verdict, "lora_linear: correct results")
+    assert "failed 3 of 4 cases" in text  # the zero-B case cannot tell
+    assert "scaled by alpha / r (not by alpha alone)" in text
+    assert not passed(verdict)["merge_lora: correct results"]
+
+
+def test_lora_with_swapped_factors_fails(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "lora_linear", LORA, "lora_wrong_swapped.py")
+    assert verdict.status == "failed"
+    for function in ("lora_linear", "merge_lora"):  # w is never square, so shapes clash
+        assert "raised RuntimeError" in message(verdict, f"{function}: correct results")
+
+
+def test_lora_through_f_linear_fails_the_allowed_operations_check(
+    zygote: SandboxRunner,
+) -> None:
+    verdict = grade(zygote, "lora_linear", LORA, "lora_cheat_linear.py")
+    assert verdict.status == "failed"
+    checks = passed(verdict)
+    assert checks["lora_linear: correct results"] and checks["merge_lora: correct results"]
+    text = message(verdict, "lora_linear: allowed operations only")
+    assert "linear is a library layer" in text and "torch recorded" in text
+
+
+# -- the quiz -----------------------------------------------------------------------------
+
+
+def expected_answers() -> dict[str, float]:
+    """Every numeric answer, from GPT-2 small's shapes and a rank-8 adapter."""
+    c, rank = N_EMBD, 8
+    linear = [(c, 3 * c), (c, c), (c, 4 * c), (4 * c, c)]
+    block = sum(i * o + o for i, o in linear) + 4 * c
+    full = VOCAB * c + N_CTX * c + N_LAYER * block + 2 * c
+    one = rank * (c + c)
+    q_and_v = N_LAYER * 2 * one
+    b_lora, a = torch.randn(c, rank, dtype=torch.float64), torch.randn(rank, c, dtype=torch.float64)
+    return {
+        "one-adapter": one,
+        "q-and-v": q_and_v,
+        "full-fine-tune": full,
+        "percent": round(100 * q_and_v / full, 3),
+        "adam-state": full * 2 * 4,
+        "update-rank": int(torch.linalg.matrix_rank(b_lora @ a)),
+    }
+
+
+def test_lora_quiz_answers_are_the_computed_values(content: Content) -> None:
+    quiz = content.find_task(QUIZ)[1]
+    assert isinstance(quiz, QuizTask)
+    expected = expected_answers()
+    assert expected["q-and-v"] == 12 * 2 * 8 * (768 + 768) == 294_912
+    assert expected["full-fine-tune"] == 124_439_808
+    # PEFT on the fused c_attn (768 -> 2304) lands on the same count, as the exercise says
+    assert expected["q-and-v"] == N_LAYER * 8 * (N_EMBD + 3 * N_EMBD)
+    assert {q.id for q in quiz.questions} == set(expected)
+    for question in quiz.questions:
+        assert question.numeric_answers() == (expected[question.id],), question.id
+        assert answer_matches(str(expected[question.id]), question)
+
+
+def test_lora_quiz_rejects_typical_slips(content: Content) -> None:
+    quiz = content.find_task(QUIZ)[1]
+    assert isinstance(quiz, QuizTask)
+    expected = expected_answers()
+    right = {q.id: f"{expected[q.id]:,}" for q in quiz.questions}
+    right["percent"] = "0.237%"
+    assert grade_quiz(QUIZ, quiz, right).score == 1.0
+    slips = {
+        "one-adapter": str(N_EMBD * N_EMBD),  # the full matrix, not the adapter
+        "q-and-v": str(2 * 8 * (N_EMBD + N_EMBD)),  # one layer only
+        "full-fine-tune": str(expected["full-fine-tune"] + VOCAB * N_EMBD),  # head counted twice
+        "percent": "0.00237",  # a fraction, not a percentage
+        "adam-state": str(expected["full-fine-tune"] * 4),  # one moment, not two
+        "update-rank": "768",
+    }
+    verdict = grade_quiz(QUIZ, quiz, slips)
+    assert verdict.score == 0.0, [c.message for c in verdict.checks if c.passed]

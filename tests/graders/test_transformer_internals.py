@@ -1,0 +1,243 @@
+"""transformer-internals: softmax, attention and a BPE merge graded for real in the sandbox,
+and the numbers quiz with every accepted answer recomputed here.
+
+Learner code runs only inside ``bot.sandbox``'s jobs, never in this process.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from bot.content.documents import load_file
+from bot.content.schema import BuildTask, Quest, QuizTask
+from bot.grading.service import SandboxRunner
+from bot.grading.submission_input import validate_submission
+from bot.sandbox import Zygote
+from bot.sandbox.api import SandboxRequest
+from graders import load_grader
+from graders.attention import Attention
+from graders.base import Verdict
+from graders.bpe_merge import BpeMerge, merge_step
+from graders.cases import CaseGrader
+from graders.quiz import grade_quiz
+from graders.stable_softmax import StableSoftmax
+from tests.support import SEED_QUESTS
+
+QUEST = "transformer-internals"
+SOLUTIONS = Path(__file__).parent / "solutions" / QUEST
+#: file prefix -> (task id, grader)
+TASKS: dict[str, tuple[str, type[CaseGrader]]] = {
+    "softmax": ("stable-softmax", StableSoftmax),
+    "attention": ("attention-from-scratch", Attention),
+    "bpe": ("bpe-merge-step", BpeMerge),
+}
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[SandboxRunner]:
+    """One warm zygote for the module; whatever isolation it has is fine for our examples."""
+    with Zygote() as running:
+        yield running
+
+
+def quest() -> Quest:
+    """This quest's file alone, so other quests being edited cannot break these tests
+    (``test_seed_content`` checks the whole directory, cross-references included)."""
+    loaded = load_file(SEED_QUESTS / f"{QUEST}.yaml", f"{QUEST}.yaml", Quest)
+    assert loaded.model is not None, loaded.problems
+    return loaded.model
+
+
+def grade(zygote: SandboxRunner, name: str) -> Verdict:
+    task, grader_class = TASKS[name.split("_")[0]]
+    prepared = validate_submission(name, (SOLUTIONS / name).read_bytes())
+    grader = grader_class()
+    plan = grader.plan(secrets.randbits(62), "cpu")
+    request = SandboxRequest(prepared.source, name, plan.calls, grader.limits)
+    return grader.judge(f"{QUEST}/{task}", plan, zygote.run(request), prepared.source)
+
+
+def failing(verdict: Verdict, name: str) -> str:
+    (found,) = [c for c in verdict.checks if c.name == name]
+    assert not found.passed, found.message
+    return found.message
+
+
+@pytest.mark.parametrize("prefix", sorted(TASKS))
+def test_each_build_task_names_its_grader_and_interface(prefix: str) -> None:
+    task_id, grader_class = TASKS[prefix]
+    task = quest().task(task_id)
+    assert isinstance(task, BuildTask)
+    grader = load_grader(task.grader)
+    assert isinstance(grader, grader_class)
+    assert grader.interface == task.function_names()
+
+
+@pytest.mark.parametrize("name", ["softmax_correct.py", "attention_correct.py", "bpe_correct.py"])
+def test_reference_solutions_pass(zygote: SandboxRunner, name: str) -> None:
+    verdict = grade(zygote, name)
+    assert verdict.status == "passed", [c.message for c in verdict.checks if not c.passed]
+    assert verdict.score == 1.0
+
+
+def test_naive_softmax_fails_on_large_logits_and_is_told_why(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "softmax_wrong_naive.py")
+    assert verdict.status == "failed"
+    message = failing(verdict, "softmax: correct results")
+    assert "large logits near +1000, " in message and "got nan" in message
+    assert "Also failing: large logits near -1000" in message
+    assert "Subtract each row's own max first" in message
+    assert "Likely cause: your result has nan or inf where every answer is finite" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("softmax_wrong_global_max.py", "failed 1 of 9 cases. rows near +1000, 0 and -1000"),
+        ("softmax_wrong_sum_all.py", "Likely cause: your entries sum to 1 over the whole tensor"),
+    ],
+)
+def test_softmax_mistakes_are_named(zygote: SandboxRunner, name: str, expected: str) -> None:
+    verdict = grade(zygote, name)
+    assert verdict.status == "failed"
+    assert expected in failing(verdict, "softmax: correct results")
+
+
+UNSCALED = "that is attention without the 1/sqrt(head_dim) scale"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "attention_wrong_scale.py",
+            {"attention": UNSCALED, "causal_attention": UNSCALED},
+        ),
+        ("attention_wrong_mask_off_by_one.py", {"causal_attention": "the mask is off by one"}),
+        (
+            "attention_wrong_mask_after_softmax.py",
+            {"causal_attention": "the mask was applied after the softmax"},
+        ),
+    ],
+)
+def test_attention_mistakes_are_named(
+    zygote: SandboxRunner, name: str, expected: dict[str, str]
+) -> None:
+    verdict = grade(zygote, name)
+    assert verdict.status == "failed"
+    for function, words in expected.items():
+        assert f"Likely cause: {words}" in failing(verdict, f"{function}: correct results")
+    if "attention" not in expected:  # the plain function is right, so its checks pass
+        assert all(c.passed for c in verdict.checks if c.name.startswith("attention:"))
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("bpe_wrong_tie.py", "Likely cause: on a tie you took the numerically smallest pair"),
+        ("bpe_wrong_overlap.py", "Likely cause: after writing the new id, move past both"),
+    ],
+)
+def test_bpe_mistakes_are_named(zygote: SandboxRunner, name: str, expected: str) -> None:
+    verdict = grade(zygote, name)
+    assert verdict.status == "failed"
+    assert expected in failing(verdict, "bpe_merge_step: correct results")
+
+
+@pytest.mark.parametrize(
+    ("name", "functions", "words"),
+    [
+        (
+            "softmax_cheat.py",
+            ("softmax",),
+            "softmax is a library routine that computes the softmax for you",
+        ),
+        (
+            "attention_cheat.py",
+            ("attention", "causal_attention"),
+            "scaled_dot_product_attention is a library attention routine",
+        ),
+    ],
+)
+def test_library_versions_fail_the_allowed_operations_check(
+    zygote: SandboxRunner, name: str, functions: tuple[str, ...], words: str
+) -> None:
+    verdict = grade(zygote, name)
+    assert verdict.status == "failed" and verdict.score == 0.5  # right answers, wrong means
+    for function in functions:
+        message = failing(verdict, f"{function}: allowed operations only")
+        assert words in message and "torch recorded" in message
+
+
+def test_bpe_reference_follows_the_stated_rule() -> None:
+    assert merge_step([1, 1, 1]) == [2, 1]
+    assert merge_step([1, 1, 1, 1]) == [2, 2]
+    assert merge_step([1, 2, 3, 1, 2, 3]) == [4, 3, 4, 3]  # the prompt's worked example
+    assert merge_step([4, 6, 9, 0, 1, 3, 4, 6, 9, 0, 1, 3]) == [10, 9, 0, 1, 3, 10, 9, 0, 1, 3]
+    assert merge_step([5, 3, 8, 1]) == [9, 8, 1]
+
+
+def _quiz() -> QuizTask:
+    task = quest().task("attention-numbers")
+    assert isinstance(task, QuizTask)
+    return task
+
+
+def _computed_answers() -> dict[str, str]:
+    """Every answer from the configuration the question states."""
+    logits = torch.tensor([1002.0, 1000.0, 1000.0], dtype=torch.float64)
+    heads, seq = 12, 128
+    visible = int(torch.ones(seq, seq).tril().sum())  # query i sees keys 0..i
+    score_bytes = 8 * heads * 1024 * 1024 * torch.tensor(0.0).element_size()
+    return {
+        "exp-overflow": str(torch.exp(torch.tensor(1000.0)).item()),
+        "equal-large-logits": str(torch.softmax(torch.tensor([1000.0, 1000.0]), 0)[0].item()),
+        "shifted-logits": f"{torch.softmax(logits, 0)[0].item():.3g}",
+        "dot-product-spread": str(math.sqrt(64 * 1.0)),  # variance 1 per product, 64 products
+        "score-entries": str(heads * seq * seq),
+        "causal-entries": str(heads * visible),
+        "score-memory": str(score_bytes / 2**20),
+        "gpt2-vocab": str(256 + 50_000 + 1),
+        "merge-a-run": str(merge_step([1, 1, 1])),
+    }
+
+
+def test_quiz_answers_are_the_computed_values() -> None:
+    task = _quiz()
+    answers = _computed_answers()
+    assert {q.id for q in task.questions} == set(answers)
+    assert answers["exp-overflow"] == "inf"
+    for question in task.questions:
+        if question.tolerance is not None:
+            (accepted,) = question.numeric_answers()
+            assert math.isclose(accepted, float(answers[question.id]), rel_tol=question.tolerance)
+    verdict = grade_quiz(f"{QUEST}/attention-numbers", task, answers)
+    assert verdict.status == "passed" and verdict.score == 1.0, verdict.checks
+
+
+def test_dot_product_spread_matches_a_simulation() -> None:
+    gen = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 20_000, 64, generator=gen, dtype=torch.float64)
+    assert math.isclose((q * k).sum(-1).std().item(), 8.0, rel_tol=0.03)
+
+
+def test_typical_quiz_mistakes_are_marked_wrong() -> None:
+    wrong = {
+        "exp-overflow": "nan",
+        "equal-large-logits": "1",
+        "shifted-logits": "0.333",
+        "dot-product-spread": "64",  # the variance, not the standard deviation
+        "score-entries": "16384",  # one head only
+        "causal-entries": "98304",  # half of every head's n², forgetting the diagonal
+        "score-memory": "48",  # one sequence only
+        "gpt2-vocab": "50256",  # forgot the special token
+        "merge-a-run": "[2, 2, 1]",  # overlapping replacement
+    }
+    verdict = grade_quiz(f"{QUEST}/attention-numbers", _quiz(), wrong)
+    assert verdict.score == 0.0, [c.message for c in verdict.checks if c.passed]
