@@ -1,6 +1,7 @@
 """Queue-to-result latency and burst drain rate of a warm worker, against baselines.
 
 Run: .venv/bin/python bench/grading_latency.py [--jobs 30] [--burst 200]
+     [--task QUEST/TASK --solution FILE]   (default: go-brrrr/matmul-three-ways, correct.py)
 
 Measured in one run:
 - queue-to-result: a correct matmul-three-ways submission inserted into the
@@ -36,15 +37,15 @@ from bot.db.engine import make_engine, make_sessionmaker  # noqa: E402
 from bot.db.models import Guild, Member, Submission  # noqa: E402
 from bot.grading import queue  # noqa: E402
 
-TASK = "go-brrrr/matmul-three-ways"
-SOLUTION = REPO / "tests" / "graders" / "solutions" / "correct.py"
+DEFAULT_TASK = "go-brrrr/matmul-three-ways"
+DEFAULT_SOLUTION = REPO / "tests" / "graders" / "solutions" / "correct.py"
 
 BASELINE = """
 import sys, time
 import torch
 from graders import load_grader
 from bot.sandbox.api import RawTensor
-grader = load_grader("matmul_three_ways")
+grader = load_grader(sys.argv[2])
 plan = grader.plan(1234, "cpu")
 namespace = {}
 exec(compile(open(sys.argv[1]).read(), "submission.py", "exec"), namespace)
@@ -55,17 +56,18 @@ for call in plan.calls:
 """
 
 
-def compute_alone(repeats: int) -> float:
+def compute_alone(repeats: int, task: str, grader_name: str, solution: Path) -> float:
     """Median seconds of plan + learner functions + judge in-process (no sandbox)."""
     import torch
 
-    from bot.sandbox.api import CallResult, RawTensor, SandboxResult
+    from bot.sandbox.api import CallResult, SandboxResult
     from graders import load_grader
+    from graders.tensors import to_raw
 
-    grader = load_grader("matmul_three_ways")
+    grader = load_grader(grader_name)
     namespace: dict[str, object] = {}
-    exec(compile(SOLUTION.read_text(), "submission.py", "exec"), namespace)  # our own solution
-    source = SOLUTION.read_text()
+    exec(compile(solution.read_text(), "submission.py", "exec"), namespace)  # our own solution
+    source = solution.read_text()
     times = []
     for seed in range(repeats):
         started = time.perf_counter()
@@ -76,34 +78,32 @@ def compute_alone(repeats: int) -> float:
                 torch.frombuffer(bytearray(a.data), dtype=getattr(torch, a.dtype)).reshape(a.shape)
                 for a in call.args
             ]
-            out = namespace[call.function](*args).contiguous()  # type: ignore[operator]
-            raw = RawTensor(
-                str(out.dtype).removeprefix("torch."), tuple(out.shape), out.numpy().tobytes()
-            )
+            raw = to_raw(namespace[call.function](*args))  # type: ignore[operator]
             results.append(CallResult(call.function, call.label, "ok", "torch.Tensor", raw))
-        grader.judge(TASK, plan, SandboxResult("ok", "", tuple(results)), source)
+        grader.judge(task, plan, SandboxResult("ok", "", tuple(results)), source)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
 
-def naive_baseline(repeats: int) -> float:
+def naive_baseline(repeats: int, grader_name: str, solution: Path) -> float:
     times = []
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO)}
     for _ in range(repeats):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", BASELINE, str(SOLUTION)], check=True, env=env)
+        command = [sys.executable, "-c", BASELINE, str(solution), grader_name]
+        subprocess.run(command, check=True, env=env)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
 
-async def _enqueue(sessions, data: bytes, count: int) -> list[int]:
+async def _enqueue(sessions, task: str, data: bytes, count: int) -> list[int]:
     async with sessions() as session, session.begin():
         ids = []
         for _ in range(count):
             submission = Submission(
                 guild_id=1,
                 member_id=1,
-                task_ref=TASK,
+                task_ref=task,
                 filename="correct.py",
                 file_kind="py",
                 content=data,
@@ -131,9 +131,12 @@ async def _wait_done(sessions, ids: list[int], poll_s: float = 0.005) -> None:
         await asyncio.sleep(poll_s)
 
 
-async def queue_bench(jobs: int, burst: int) -> tuple[list[float], float, list[float]]:
-    workdir = Path(tempfile.mkdtemp(prefix="brrrbot-bench-"))
-    url = f"sqlite+aiosqlite:///{workdir / 'bench.sqlite3'}"
+async def queue_bench(
+    jobs: int, burst: int, task: str, solution: Path, url: str | None = None
+) -> tuple[list[float], float, list[float], str]:
+    if url is None:
+        workdir = Path(tempfile.mkdtemp(prefix="brrrbot-bench-"))
+        url = f"sqlite+aiosqlite:///{workdir / 'bench.sqlite3'}"
     engine = make_engine(url)
     await migrate.upgrade(engine)
     sessions = make_sessionmaker(engine)
@@ -146,28 +149,31 @@ async def queue_bench(jobs: int, burst: int) -> tuple[list[float], float, list[f
     env["LOG_LEVEL"] = "WARNING"
     command = [sys.executable, "-m", "bot", "worker", "--count", "1"]
     worker = subprocess.Popen(command, env=env)  # noqa: ASYNC220 - started once, before timing
-    data = SOLUTION.read_bytes()
+    data = solution.read_bytes()
     try:
-        await _wait_done(reads, await _enqueue(sessions, data, 3))  # warm-up
+        await _wait_done(reads, await _enqueue(sessions, task, data, 3))  # warm-up
         latencies = []
         for _ in range(jobs):
             started = time.perf_counter()
-            await _wait_done(reads, await _enqueue(sessions, data, 1))
+            await _wait_done(reads, await _enqueue(sessions, task, data, 1))
             latencies.append(time.perf_counter() - started)
         started = time.perf_counter()
-        ids = await _enqueue(sessions, data, burst)
+        ids = await _enqueue(sessions, task, data, burst)
         await _wait_done(reads, ids, poll_s=0.05)  # rarely: the bench must not steal CPU
         drain_s = time.perf_counter() - started
         async with reads() as session:
             verdicts = (
                 await session.execute(select(Submission.verdict).where(Submission.id.in_(ids)))
             ).scalars()
+            verdicts = list(verdicts)
             grading = [v["duration_s"] for v in verdicts]
+            devices = sorted({v.get("device", "?") for v in verdicts})
+            statuses = sorted({v["status"] for v in verdicts})
     finally:
         worker.terminate()
         worker.wait()
         await engine.dispose()
-    return latencies, drain_s, grading
+    return latencies, drain_s, grading, f"{'/'.join(statuses)} on {'/'.join(devices)}"
 
 
 def main() -> None:
@@ -175,20 +181,42 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=30)
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--baseline-runs", type=int, default=5)
+    parser.add_argument("--task", default=DEFAULT_TASK, help="a build task, QUEST/TASK")
+    parser.add_argument("--solution", type=Path, default=DEFAULT_SOLUTION)
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="queue in a throwaway PostgreSQL server (needs its binaries) instead of SQLite",
+    )
     args = parser.parse_args()
 
     content = load_content(REPO / "quests")
-    _, task = content.find_task(TASK)
-    assert isinstance(task, BuildTask)
+    _, task = content.find_task(args.task)
+    assert isinstance(task, BuildTask), f"{args.task} is not a build task"
 
-    compute = compute_alone(20)
-    latencies, drain_s, grading = asyncio.run(queue_bench(args.jobs, args.burst))
-    baseline = naive_baseline(args.baseline_runs)
+    compute = compute_alone(20, args.task, task.grader, args.solution)
+    server = None
+    if args.postgres:
+        from tests.postgres_server import PostgresServer
+
+        server = PostgresServer()
+        server.start()
+    try:
+        url = asyncio.run(server.create_database(migrated=False)) if server else None
+        latencies, drain_s, grading, outcome = asyncio.run(
+            queue_bench(args.jobs, args.burst, args.task, args.solution, url)
+        )
+    finally:
+        if server is not None:
+            server.stop()
+    baseline = naive_baseline(args.baseline_runs, task.grader, args.solution)
     latency = statistics.median(latencies)
     in_worker = statistics.median(grading)
     drain_rate = args.burst / drain_s
     compute_rate = 1 / compute
     rows = [
+        ("task, and the burst's verdicts", f"{args.task}: {outcome}"),
+        ("queue database", "PostgreSQL (LISTEN/NOTIFY)" if args.postgres else "SQLite (polling)"),
         ("compute alone (plan + learner code + judge, in-process)", f"{compute * 1e3:.1f} ms"),
         ("grading in a warm worker, sandbox included", f"{in_worker * 1e3:.1f} ms"),
         ("sandbox overhead per job (worker - compute)", f"{(in_worker - compute) * 1e3:.1f} ms"),
