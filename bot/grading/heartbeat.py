@@ -65,7 +65,11 @@ async def capable_worker_seen(
     return await session.scalar(query.limit(1)) is not None
 
 
-async def prune(session: AsyncSession, now: datetime, older_than_s: float = 24 * 3600) -> None:
-    """Drop rows of workers gone for a day, so the table stays the size of the fleet."""
-    cutoff = now - timedelta(seconds=older_than_s)
-    await session.execute(delete(WorkerHeartbeat).where(WorkerHeartbeat.last_seen_at < cutoff))
+async def prune(
+    sessions: async_sessionmaker[AsyncSession], older_than_s: float = 24 * 3600
+) -> None:
+    """Drop rows of workers gone for a day (killed, never said goodbye), so the table stays
+    the size of the fleet; every worker does it once at start."""
+    cutoff = utcnow() - timedelta(seconds=older_than_s)
+    async with sessions() as session, session.begin():
+        await session.execute(delete(WorkerHeartbeat).where(WorkerHeartbeat.last_seen_at < cutoff))

@@ -76,6 +76,7 @@ class Worker:
 
         ``poll_s`` (None: the backend's default, see ``bot.grading.wakeup``) bounds each wait.
         """
+        await heartbeat.prune(self.sessions)
         await heartbeat.beat(self.sessions, self.name, self.capabilities)
         beating = asyncio.create_task(self._keep_beating())
         log.info("worker %s ready (%s)", self.name, self.capabilities.describe())
