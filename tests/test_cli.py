@@ -21,7 +21,14 @@ COMMANDS = [
     ["db"],
     ["db", "upgrade"],
     ["db", "current"],
+    ["db", "worker-role"],
 ]
+
+
+def torch_has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "brrrbot")
@@ -97,10 +104,18 @@ def test_unopenable_database_url(url: str, words: list[str], tmp_path: Path) -> 
         ({"WORKERS": "-1"}, "WORKERS"),
         ({"LOG_LEVEL": "chatty"}, "LOG_LEVEL"),
         ({"MAX_PY_BYTES": "12"}, "MAX_PY_BYTES"),
+        ({"WORKER_DEVICE": "tpu"}, "WORKER_DEVICE"),
     ],
 )
 def test_invalid_setting_names_the_variable(env: dict[str, str], variable: str, tmp_path: Path):
     _assert_one_line_error(run_cli("db", "current", cwd=tmp_path, env=env), variable)
+
+
+@pytest.mark.skipif(torch_has_cuda(), reason="this host has a CUDA GPU")
+def test_a_cuda_only_worker_refuses_a_host_without_a_gpu(tmp_path: Path) -> None:
+    env = {"WORKER_DEVICE": "cuda", "QUESTS_DIR": str(SEED_QUESTS)}
+    result = run_cli("worker", cwd=tmp_path, env=env)
+    _assert_one_line_error(result, "WORKER_DEVICE=cuda", "no usable CUDA GPU")
 
 
 def test_invalid_setting_in_dotenv(tmp_path: Path) -> None:

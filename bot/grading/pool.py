@@ -72,6 +72,10 @@ def worker_command(count: int, *, insecure: bool) -> list[str]:
 
 async def _run_one(settings: Settings, *, insecure: bool) -> int:
     linux.make_undumpable()
+    try:
+        capabilities = detect(settings.worker_device)
+    except RuntimeError as exc:
+        raise UserError(str(exc)) from None
     content = load_content(settings.quests_dir)
     for name in {t.grader for q in content.quests for t in q.tasks if isinstance(t, BuildTask)}:
         load_grader(name)  # import graders (and torch) now, not during the first job
@@ -87,10 +91,6 @@ async def _run_one(settings: Settings, *, insecure: bool) -> int:
                     "only on a machine where learner code may do anything."
                 )
             log.warning("grading WITHOUT the minimum isolation (--insecure-sandbox)")
-        try:
-            capabilities = detect(settings.worker_device)
-        except RuntimeError as exc:
-            raise UserError(str(exc)) from None
         engine = make_engine(settings.database_url)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

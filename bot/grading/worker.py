@@ -159,7 +159,12 @@ class Worker:
         except SubmissionRejected as exc:
             return Verdict(submission.task_ref, "failed", 0.0, (), str(exc))
         verdict = grade_prepared(
-            submission.task_ref, task, prepared, submission.filename, self.sandbox
+            submission.task_ref,
+            task,
+            prepared,
+            submission.filename,
+            self.sandbox,
+            allow_cuda=self.capabilities.cuda,  # WORKER_DEVICE=cpu keeps jobs off the GPU
         )
         if verdict.status == "error":
             raise RetryableError(verdict.feedback)
