@@ -11,12 +11,15 @@ the softmax) so the feedback can name the one made.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 
 from graders.cases import Case
+from graders.draws import draw_int, draw_normal
 from graders.mistakes import DiagnosedCase, DiagnosingGrader, Mistake
+from graders.tensors import dtype_name
 
 LIBRARY_ATTENTION = frozenset(
     {"scaled_dot_product_attention", "multi_head_attention_forward", "flex_attention"}
@@ -67,16 +70,12 @@ class Attention(DiagnosingGrader):
 
     def make_cases(self, gen: torch.Generator, device: str) -> list[Case]:
         """Random shapes in float32 and float64, cross-attention, and one-position edges."""
+        size = partial(draw_int, gen)
 
-        def size(low: int, high: int) -> int:
-            return int(torch.randint(low, high + 1, (1,), generator=gen))
-
-        def qkv(
-            b: int, h: int, sq: int, sk: int, d: int, dv: int
-        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-            q = torch.randn(b, h, sq, d, generator=gen, dtype=torch.float64)
-            k = torch.randn(b, h, sk, d, generator=gen, dtype=torch.float64)
-            v = torch.randn(b, h, sk, dv, generator=gen, dtype=torch.float64)
+        def qkv(b: int, h: int, sq: int, sk: int, d: int, dv: int) -> Inputs:
+            q = draw_normal(gen, b, h, sq, d)
+            k = draw_normal(gen, b, h, sk, d)
+            v = draw_normal(gen, b, h, sk, dv)
             return q, k, v
 
         cases: list[Case] = []
@@ -126,11 +125,7 @@ def _label(what: str, inputs: Inputs, dtype: torch.dtype) -> str:
     lengths = f"seq {sq}" if sq == k.shape[2] else f"{sq} queries, {k.shape[2]} keys"
     width = "" if v.shape[-1] == d else f", v_dim {v.shape[-1]}"
     heads = f"{h} head" + ("s" if h > 1 else "")
-    return f"{what}: batch {b}, {heads}, {lengths}, head_dim {d}{width}, {_name(dtype)}"
-
-
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+    return f"{what}: batch {b}, {heads}, {lengths}, head_dim {d}{width}, {dtype_name(dtype)}"
 
 
 def _case(

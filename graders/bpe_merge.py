@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from graders.cases import Case
+from graders.draws import draw_int
 from graders.mistakes import DiagnosedCase, DiagnosingGrader, Mistake
 
 HINT = (
@@ -115,9 +116,9 @@ class BpeMerge(DiagnosingGrader):
         """Crafted edge cases, then random corpora: 2..6 symbols, length 2..40."""
         corpora = list(CRAFTED)
         for _ in range(6):
-            count = int(torch.randint(2, 7, (1,), generator=gen))
+            count = draw_int(gen, 2, 6)
             symbols = torch.randperm(20, generator=gen)[:count]
-            length = int(torch.randint(2, 41, (1,), generator=gen))
+            length = draw_int(gen, 2, 40)
             picks = torch.randint(len(symbols), (length,), generator=gen)
             corpora.append((f"{length} ids over {len(symbols)} symbols", symbols[picks].tolist()))
         return [_case(label, ids) for label, ids in corpora]

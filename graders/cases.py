@@ -10,16 +10,17 @@ too, so an empty stub earns nothing), and any checks ``extra_checks`` adds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import torch
 
 from bot.sandbox.api import Call, CallResult, GiB, Limits, SandboxResult
-from graders.base import Check, Plan, Verdict
+from graders.base import Check, Plan, Verdict, VerdictStatus
 from graders.job_status import job_verdict
 from graders.source_scan import Rules, forbidden_ops, scan
-from graders.tensors import from_raw, to_raw
+from graders.tensors import dtype_name, from_raw, to_raw
 from graders.tracebacks import summarise_error
 
 _MAX_LISTED = 3
@@ -86,31 +87,13 @@ class CaseGrader:
         cases: tuple[Case, ...] = plan.expected["cases"]
         results = match_results(plan, result)
         checks: list[Check] = []
-        for function in self.interface:
-            mine = [(c, r) for c, r in zip(cases, results, strict=True) if c.function == function]
+        for function, mine in by_function(self.interface, cases, results).items():
             correct = self._correctness(function, mine)
             checks.append(correct)
             if function in self.forbidden:
-                ops = [op for _, r in mine if r is not None for op in r.ops]
-                checks.append(self._avoids(function, source, ops, correct.passed))
+                checks.append(self._avoids(function, source, recorded_ops(mine), correct.passed))
         checks += self.extra_checks(cases, results, result.device)
-        failing = [c for c in checks if not c.passed]
-        passed = len(checks) - len(failing)
-        feedback = (
-            f"{passed} of {len(checks)} checks passed. Start with {failing[0].name}: "
-            f"{failing[0].message}"
-            if failing
-            else self.passed_feedback
-        )
-        return Verdict(
-            task,
-            "failed" if failing else "passed",
-            passed / len(checks),
-            tuple(checks),
-            feedback,
-            result.wall_s,
-            result.device,
-        )
+        return verdict_from_checks(task, checks, result, self.passed_feedback)
 
     def _correctness(self, function: str, mine: Sequence[tuple[Case, CallResult | None]]) -> Check:
         name = f"{function}: correct results"
@@ -156,6 +139,27 @@ class CaseGrader:
         return Check(name, True, f"uses none of: {', '.join(sorted(forbidden))}")
 
 
+def verdict_from_checks(
+    task: str, checks: Sequence[Check], result: SandboxResult, passed_feedback: str
+) -> Verdict:
+    """One verdict for a grader's checks, so every grader words and scores it the same.
+
+    ``score`` is the fraction passed; any failure fails the task, and the feedback points
+    at the first failing check, since fixing that one often fixes the rest.
+    """
+    failing = [c for c in checks if not c.passed]
+    passed = len(checks) - len(failing)
+    feedback = (
+        f"{passed} of {len(checks)} checks passed. Start with {failing[0].name}: "
+        f"{failing[0].message}"
+        if failing
+        else passed_feedback
+    )
+    status: VerdictStatus = "failed" if failing else "passed"
+    score = passed / len(checks)
+    return Verdict(task, status, score, tuple(checks), feedback, result.wall_s, result.device)
+
+
 def match_results(plan: Plan, result: SandboxResult) -> list[CallResult | None]:
     """Results in plan order; one whose function or label does not match counts as missing."""
     matched: list[CallResult | None] = []
@@ -164,6 +168,27 @@ def match_results(plan: Plan, result: SandboxResult) -> list[CallResult | None]:
         same = got is not None and (got.function, got.label) == (call.function, call.label)
         matched.append(got if same else None)
     return matched
+
+
+class _OfFunction(Protocol):
+    @property
+    def function(self) -> str: ...
+
+
+_CaseT = TypeVar("_CaseT", bound=_OfFunction)
+
+
+def by_function(
+    interface: Sequence[str], cases: Sequence[_CaseT], results: Sequence[CallResult | None]
+) -> dict[str, list[tuple[_CaseT, CallResult | None]]]:
+    """Each function's cases with their results (from ``match_results``), in plan order."""
+    pairs = list(zip(cases, results, strict=True))
+    return {f: [(c, r) for c, r in pairs if c.function == f] for f in interface}
+
+
+def recorded_ops(mine: Iterable[tuple[object, CallResult | None]]) -> list[str]:
+    """Every op torch recorded while these calls ran; a missing result recorded none."""
+    return [op for _, r in mine if r is not None for op in r.ops]
 
 
 def compare(case: Case, result: CallResult | None) -> Outcome:
@@ -191,7 +216,7 @@ def compare_tensor(case: Case, got: torch.Tensor) -> Outcome:
     if tuple(got.shape) != tuple(want.shape):
         return Outcome(False, f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}")
     if case.check_dtype and got.dtype != want.dtype:
-        expected, actual = (str(t.dtype).removeprefix("torch.") for t in (want, got))
+        expected, actual = dtype_name(want.dtype), dtype_name(got.dtype)
         return Outcome(False, f"expected dtype {expected}, got {actual}")
     if want.dtype == torch.bool or not (want.is_floating_point() or got.is_floating_point()):
         wrong = got.to(torch.int64) != want.to(torch.int64)

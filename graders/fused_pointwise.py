@@ -26,6 +26,8 @@ import torch
 from bot.sandbox.api import CallResult, GiB, Limits, MiB, SandboxResult
 from graders.base import Check, Plan, Verdict
 from graders.cases import Case, CaseGrader, compare
+from graders.draws import draw_normal
+from graders.tensors import dtype_name
 
 FUNCTION = "fused_gelu_bias"
 #: sqrt(2 / pi) and the cubic coefficient of the tanh approximation of GELU
@@ -126,10 +128,10 @@ class FusedPointwise(CaseGrader):
         """Small cases in two dtypes everywhere; the timed case only where a GPU can time it."""
         cases = []
         for dtype, (rtol, atol) in TOLERANCE.items():
-            name = str(dtype).removeprefix("torch.")
+            name = dtype_name(dtype)
             for shape in SMALL_SHAPES:
-                x = (torch.randn(shape, generator=gen, dtype=torch.float64) * 3).to(dtype)
-                bias = torch.randn(shape[-1], generator=gen, dtype=torch.float64).to(dtype)
+                x = (draw_normal(gen, *shape) * 3).to(dtype)
+                bias = draw_normal(gen, shape[-1], dtype=dtype)
                 label = f"x {'x'.join(map(str, shape))} {name}"
                 expected = gelu_bias_reference(x, bias)
                 cases.append(Case(FUNCTION, (x, bias), expected, label, rtol=rtol, atol=atol))

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from graders.cases import Case, CaseGrader
+from graders.draws import draw_int
 
 EPS = 1e-5
 RTOL = 3e-5
@@ -172,11 +173,11 @@ def _case(
 
 
 def _config(gen: torch.Generator, seq: int | None) -> Config:
-    n_head = (2, 4)[_randint(gen, 0, 1)]
-    n_embd = (16, 24, 32, 48)[_randint(gen, 0, 3)]
+    n_head = (2, 4)[draw_int(gen, 0, 1)]
+    n_embd = (16, 24, 32, 48)[draw_int(gen, 0, 3)]
     return Config(
-        batch=_randint(gen, 1, 2),
-        seq=seq if seq is not None else _randint(gen, 3, 10),
+        batch=draw_int(gen, 1, 2),
+        seq=seq if seq is not None else draw_int(gen, 3, 10),
         n_embd=n_embd,
         n_head=n_head,
     )
@@ -209,11 +210,6 @@ def _params(gen: torch.Generator, c: int) -> Params:
 
 def _randn(gen: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
     return torch.randn(shape, generator=gen, dtype=torch.float32)
-
-
-def _randint(gen: torch.Generator, low: int, high: int) -> int:
-    """Inclusive of both ends."""
-    return int(torch.randint(low, high + 1, (), generator=gen))
 
 
 # -- the trusted reference: torch's own ops in float64 ------------------------------------

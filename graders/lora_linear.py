@@ -17,11 +17,14 @@ training begins in, where the layer must equal the base layer exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 
 import torch
 
 from graders.cases import Case, CaseGrader
+from graders.draws import draw_int, draw_normal
+from graders.tensors import dtype_name
 
 LINEAR_NAMES = frozenset({"linear", "Linear", "addmm"})
 ALPHAS = (2.0, 8.0, 16.0, 32.0)
@@ -92,26 +95,18 @@ def _case(layer: Layer, function: str) -> Case:
 
 def _layer(gen: torch.Generator, dtype: torch.dtype, at_init: bool) -> Layer:
     """x is (N, in) or (B, T, in); ``b_lora`` is zero when ``at_init``, as LoRA starts."""
-    d_in, r = _randint(gen, 6, 12), _randint(gen, 2, 4)
-    d_out = d_in + _randint(gen, 1, 3) * (1 if _randint(gen, 0, 1) else -1)  # never square
-    alpha = ALPHAS[_randint(gen, 0, len(ALPHAS) - 1)]
+    d_in, r = draw_int(gen, 6, 12), draw_int(gen, 2, 4)
+    d_out = d_in + draw_int(gen, 1, 3) * (1 if draw_int(gen, 0, 1) else -1)  # never square
+    alpha = ALPHAS[draw_int(gen, 0, len(ALPHAS) - 1)]
     if alpha == r:
         alpha *= 2
-    lead = (_randint(gen, 2, 6),) if _randint(gen, 0, 1) else (2, _randint(gen, 2, 4))
-
-    def randn(*shape: int) -> torch.Tensor:
-        return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
-
+    lead = (draw_int(gen, 2, 6),) if draw_int(gen, 0, 1) else (2, draw_int(gen, 2, 4))
+    randn = partial(draw_normal, gen, dtype=dtype)
     b_lora = torch.zeros(d_out, r, dtype=dtype) if at_init else randn(d_out, r)
     alpha_t = torch.tensor(alpha, dtype=dtype)
-    name = str(dtype).removeprefix("torch.")
+    name = dtype_name(dtype)
     label = f"{name}, x {(*lead, d_in)}, w ({d_out}, {d_in}), rank {r}, alpha {alpha:g}"
     if at_init:
         label += ", b_lora all zero as at the start of training"
     x = randn(*lead, d_in)
     return Layer(x, randn(d_out, d_in), randn(d_out), randn(r, d_in), b_lora, alpha_t, label)
-
-
-def _randint(gen: torch.Generator, low: int, high: int) -> int:
-    """Inclusive of both ends."""
-    return int(torch.randint(low, high + 1, (), generator=gen))

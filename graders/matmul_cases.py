@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from bot.sandbox.api import Call
-from graders.tensors import to_raw
+from graders.tensors import dtype_name, to_raw
 
 MAX_DIM = 8
 DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
@@ -34,7 +34,7 @@ class Case:
 
     @property
     def dtype_name(self) -> str:
-        return str(self.dtype).removeprefix("torch.")
+        return dtype_name(self.dtype)
 
     @property
     def label(self) -> str:

@@ -14,7 +14,7 @@ import torch
 
 from bot.sandbox.api import CallResult
 from graders.matmul_cases import ExpectedCase
-from graders.tensors import from_raw
+from graders.tensors import dtype_name, from_raw
 from graders.tracebacks import summarise_error
 
 #: (relative, absolute) tolerance per dtype, relative to (|A| @ |B|)[i, j]
@@ -97,10 +97,9 @@ def _compare_tensor(expected: ExpectedCase, got: torch.Tensor) -> Outcome:
             _shape_hint(want_shape, tuple(got.shape)),
         )
     if got.dtype != case.dtype:
-        got_name = str(got.dtype).removeprefix("torch.")
         return Outcome(
             False,
-            f"expected dtype {case.dtype_name}, got {got_name}",
+            f"expected dtype {case.dtype_name}, got {dtype_name(got.dtype)}",
             "return the inputs' dtype: torch.zeros(...) makes float32 unless you pass "
             "dtype=A.dtype",
         )

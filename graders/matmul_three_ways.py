@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.sandbox.api import CallResult, GiB, Limits, SandboxResult
-from graders.base import Check, Plan, Verdict, VerdictStatus
+from bot.sandbox.api import GiB, Limits, SandboxResult
+from graders.base import Check, Plan, Verdict
+from graders.cases import by_function, match_results, recorded_ops, verdict_from_checks
 from graders.job_status import job_verdict
 from graders.matmul_cases import SHAPES, ExpectedCase, build_cases
 from graders.matmul_compare import Outcome, compare
@@ -56,36 +57,15 @@ class MatmulThreeWays:
         if early is not None:
             return early
         cases: tuple[ExpectedCase, ...] = plan.expected["cases"]
-        results = _match(plan, result)
+        results = match_results(plan, result)
         reports = scan(source, self.interface)
         checks: list[Check] = []
-        for function in self.interface:
-            mine = [(c, r) for c, r in zip(cases, results, strict=True) if c.function == function]
+        for function, mine in by_function(self.interface, cases, results).items():
             outcomes = [(c, _NO_RESULT if r is None else compare(c, r)) for c, r in mine]
             correct = _correctness(function, outcomes)
-            ops = forbidden_ops(op for _, r in mine if r is not None for op in r.ops)
+            ops = forbidden_ops(recorded_ops(mine))
             checks += [correct, _method(function, reports[function], ops, correct.passed)]
-        passed = sum(c.passed for c in checks)
-        failing = [c for c in checks if not c.passed]
-        feedback = (
-            f"{passed} of {len(checks)} checks passed. Start with {failing[0].name}: "
-            f"{failing[0].message}"
-            if failing
-            else PASSED_FEEDBACK
-        )
-        status: VerdictStatus = "failed" if failing else "passed"
-        score = passed / len(checks)
-        return Verdict(task, status, score, tuple(checks), feedback, result.wall_s, result.device)
-
-
-def _match(plan: Plan, result: SandboxResult) -> list[CallResult | None]:
-    """Results in plan order; one whose function or label does not match counts as missing."""
-    matched: list[CallResult | None] = []
-    for i, call in enumerate(plan.calls):
-        got = result.calls[i] if i < len(result.calls) else None
-        same = got is not None and (got.function, got.label) == (call.function, call.label)
-        matched.append(got if same else None)
-    return matched
+        return verdict_from_checks(task, checks, result, PASSED_FEEDBACK)
 
 
 def _correctness(function: str, outcomes: Sequence[tuple[ExpectedCase, Outcome]]) -> Check:

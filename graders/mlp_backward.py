@@ -16,11 +16,14 @@ from ``torch.autograd`` in float64; the learner's code may not touch autograd at
 
 from __future__ import annotations
 
+from functools import partial
 from types import MappingProxyType
 
 import torch
 
 from graders.cases import Case, CaseGrader
+from graders.draws import draw_int, draw_normal
+from graders.tensors import dtype_name
 
 GRADIENTS = ("grad_w2", "grad_b2", "grad_w1", "grad_b1")  # backprop order: output first
 AUTOGRAD_NAMES = frozenset(
@@ -78,21 +81,15 @@ class MlpBackward(CaseGrader):
 
 
 def _inputs(gen: torch.Generator, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
-    n, d = _randint(gen, 2, 8), _randint(gen, 3, 6)
-    h, o = d + _randint(gen, 2, 5), _randint(gen, 2, 3)
-
-    def randn(*shape: int) -> torch.Tensor:
-        return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
-
+    n, d = draw_int(gen, 2, 8), draw_int(gen, 3, 6)
+    h, o = d + draw_int(gen, 2, 5), draw_int(gen, 2, 3)
+    randn = partial(draw_normal, gen, dtype=dtype)
     return randn(n, d), randn(h, d), randn(h), randn(o, h), randn(o), randn(n, o)
 
 
 def _case(function: str, args: tuple[torch.Tensor, ...], expected: torch.Tensor) -> Case:
     x, w1, _, w2, _, _ = args
-    label = (
-        f"{str(x.dtype).removeprefix('torch.')}, x {tuple(x.shape)}, w1 {tuple(w1.shape)}, "
-        f"w2 {tuple(w2.shape)}"
-    )
+    label = f"{dtype_name(x.dtype)}, x {tuple(x.shape)}, w1 {tuple(w1.shape)}, w2 {tuple(w2.shape)}"
     rtol, atol = TOLERANCES[x.dtype]
     return Case(function, args, expected.to(x.dtype), label, rtol=rtol, atol=atol)
 
@@ -106,8 +103,3 @@ def reference_gradients(*args: torch.Tensor) -> dict[str, torch.Tensor]:
         loss = ((y - t) ** 2).mean()
         grads = torch.autograd.grad(loss, params)
     return dict(zip(("grad_w1", "grad_b1", "grad_w2", "grad_b2"), grads, strict=True))
-
-
-def _randint(gen: torch.Generator, low: int, high: int) -> int:
-    """Inclusive of both ends."""
-    return int(torch.randint(low, high + 1, (), generator=gen))

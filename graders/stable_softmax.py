@@ -8,10 +8,14 @@ whole tensor.  The expected values come from ``torch.softmax`` in float64.
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 
 from graders.cases import Case
+from graders.draws import draw_int, draw_normal
 from graders.mistakes import DiagnosedCase, DiagnosingGrader, Mistake
+from graders.tensors import dtype_name
 
 LIBRARY_SOFTMAX = frozenset(
     {"softmax", "log_softmax", "softmin", "_softmax", "_log_softmax", "logsumexp"}
@@ -49,13 +53,7 @@ class StableSoftmax(DiagnosingGrader):
 
     def make_cases(self, gen: torch.Generator, device: str) -> list[Case]:
         """Ordinary logits in several ranks and dtypes, then the ones naive code gets wrong."""
-
-        def size(low: int, high: int) -> int:
-            return int(torch.randint(low, high + 1, (1,), generator=gen))
-
-        def randn(*shape: int) -> torch.Tensor:
-            return torch.randn(shape, generator=gen, dtype=torch.float64)
-
+        size, randn = partial(draw_int, gen), partial(draw_normal, gen)
         cases = [
             _case(randn(size(2, 10)) * 3, torch.float32, "one row of ordinary logits"),
             _case(randn(size(1, 5), size(2, 10)) * 3, torch.float64, "ordinary logits"),
@@ -98,7 +96,7 @@ def _case(x: torch.Tensor, dtype: torch.dtype, what: str) -> DiagnosedCase:
             ),
         )
     shape = "x".join(map(str, x.shape))
-    label = f"{what}, {shape} {str(dtype).removeprefix('torch.')}"
+    label = f"{what}, {shape} {dtype_name(dtype)}"
     rtol, atol = (1e-5, 1e-6) if dtype == torch.float32 else (1e-10, 1e-12)
     expected = torch.softmax(wide, dim=-1).to(dtype)
     return DiagnosedCase("softmax", (x,), expected, label, rtol, atol, mistakes=mistakes)

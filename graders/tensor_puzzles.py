@@ -13,11 +13,14 @@ rounding error of any summation order.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 
 from graders.cases import Case
+from graders.draws import draw_int, draw_normal
 from graders.mistakes import DiagnosedCase, DiagnosingGrader, Mistake
+from graders.tensors import dtype_name
 
 #: product routines: none of the puzzles needs one, and each could stand in for broadcasting
 PRODUCTS = frozenset(
@@ -69,18 +72,10 @@ _INT_RANGE = 10  # int64 inputs are drawn from [-10, 10)
 _FLOAT32_EPS = torch.finfo(torch.float32).eps
 
 
-def _size(gen: torch.Generator, low: int = 2, high: int = 8) -> int:
-    return int(torch.randint(low, high + 1, (1,), generator=gen))
-
-
 def _values(gen: torch.Generator, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     if dtype == torch.int64:
         return torch.randint(-_INT_RANGE, _INT_RANGE, shape, generator=gen)
-    return (torch.randn(shape, generator=gen, dtype=torch.float64) * 3).to(dtype)
-
-
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+    return (draw_normal(gen, *shape) * 3).to(dtype)
 
 
 class TensorPuzzles(DiagnosingGrader):
@@ -93,20 +88,19 @@ class TensorPuzzles(DiagnosingGrader):
 
     def make_cases(self, gen: torch.Generator, device: str) -> list[Case]:
         """Random sizes 2..8 in float32 and int64, plus the one-element edge of each."""
+        size = partial(draw_int, gen, 2, 8)
         cases: list[Case] = []
         for dtype in (torch.float32, torch.int64):
-            n = _size(gen)
-            m = (n - 2 + _size(gen, 1, 6)) % 7 + 2  # 2..8 but never n: a[:, None] vs b[None, :]
+            n = size()
+            m = (n - 2 + draw_int(gen, 1, 6)) % 7 + 2  # 2..8 but never n: a[:, None] vs b[None, :]
             cases += self._outer(gen, n, m, dtype)
-            cases += self._square("diag", gen, _size(gen), dtype, _diag, {})
-            cases += self._square("triu", gen, _size(gen), dtype, torch.triu, _TRIU_MISTAKES)
-            cases += self._cumsum(gen, _size(gen), dtype)
-            cases += self._vector("flip", gen, (_size(gen),), dtype, _flip)
-            shape = (_size(gen, 1, 4), _size(gen)) if dtype.is_floating_point else (_size(gen),)
+            cases += self._square("diag", gen, size(), dtype, _diag, {})
+            cases += self._square("triu", gen, size(), dtype, torch.triu, _TRIU_MISTAKES)
+            cases += self._cumsum(gen, size(), dtype)
+            cases += self._vector("flip", gen, (size(),), dtype, _flip)
+            shape = (draw_int(gen, 1, 4), size()) if dtype.is_floating_point else (size(),)
             cases += self._vector("relu", gen, shape, dtype, torch.relu)
-        cases += self._outer(gen, 1, 1, torch.float32) + self._outer(
-            gen, 1, _size(gen), torch.int64
-        )
+        cases += self._outer(gen, 1, 1, torch.float32) + self._outer(gen, 1, size(), torch.int64)
         cases += self._square("diag", gen, 1, torch.float32, _diag, {})
         cases += self._square("triu", gen, 1, torch.int64, torch.triu, _TRIU_MISTAKES)
         cases += self._cumsum(gen, 1, torch.float32)
@@ -119,7 +113,7 @@ class TensorPuzzles(DiagnosingGrader):
     ) -> list[DiagnosedCase]:
         a, b = _values(gen, (n,), dtype), _values(gen, (m,), dtype)
         expected = torch.outer(a.double(), b.double()).to(dtype)
-        label = f"outer of lengths {n} and {m}, {_name(dtype)}"
+        label = f"outer of lengths {n} and {m}, {dtype_name(dtype)}"
         return [DiagnosedCase("outer", (a, b), expected, label)]
 
     def _square(
@@ -133,7 +127,7 @@ class TensorPuzzles(DiagnosingGrader):
     ) -> list[DiagnosedCase]:
         a = _values(gen, (n, n), dtype)
         known = tuple(Mistake(wrong(a), why) for why, wrong in mistakes.items())
-        label = f"{function} of a {n}x{n} {_name(dtype)} matrix"
+        label = f"{function} of a {n}x{n} {dtype_name(dtype)} matrix"
         return [DiagnosedCase(function, (a,), reference(a), label, mistakes=known)]
 
     def _cumsum(self, gen: torch.Generator, n: int, dtype: torch.dtype) -> list[DiagnosedCase]:
@@ -144,7 +138,7 @@ class TensorPuzzles(DiagnosingGrader):
         mistakes = tuple(
             Mistake(wrong(a.double()).to(dtype), why) for why, wrong in _CUMSUM_MISTAKES.items()
         )
-        label = f"cumsum of length {n}, {_name(dtype)}"
+        label = f"cumsum of length {n}, {dtype_name(dtype)}"
         return [DiagnosedCase("cumsum", (a,), expected, label, atol=atol, mistakes=mistakes)]
 
     def _vector(
@@ -157,7 +151,7 @@ class TensorPuzzles(DiagnosingGrader):
     ) -> list[DiagnosedCase]:
         a = _values(gen, shape, dtype)
         size = "x".join(map(str, shape))
-        label = f"{function} of shape {size}, {_name(dtype)}"
+        label = f"{function} of shape {size}, {dtype_name(dtype)}"
         return [DiagnosedCase(function, (a,), reference(a), label)]
 
 

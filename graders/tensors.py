@@ -15,11 +15,16 @@ import torch
 from bot.sandbox.api import RawTensor
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """``float32`` for ``torch.float32``: the name ``RawTensor`` carries and feedback shows."""
+    return str(dtype).removeprefix("torch.")
+
+
 def to_raw(tensor: torch.Tensor) -> RawTensor:
     """Copy a tensor's values into a ``RawTensor`` (dense, C-contiguous, on the CPU)."""
     dense = tensor.detach().to("cpu").contiguous()
     data = ctypes.string_at(dense.data_ptr(), dense.nbytes) if dense.nbytes else b""
-    return RawTensor(str(dense.dtype).removeprefix("torch."), tuple(dense.shape), data)
+    return RawTensor(dtype_name(dense.dtype), tuple(dense.shape), data)
 
 
 def from_raw(raw: RawTensor) -> torch.Tensor:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
-from bot.content import Content, QuizTask, answer_matches, load_content
+from bot.content import Content, answer_matches
 from graders.quiz import grade_quiz
-from tests.support import SEED_QUESTS
+from tests.graders.support import assert_quiz_passes, assert_stated_answers, quiz_task
 
 COUNT = "flops-accounting/count-the-flops"
 MFU = "flops-accounting/mfu"
@@ -16,17 +14,6 @@ MFU = "flops-accounting/mfu"
 # GPT-2 small's shape, as the prompt states it
 N_LAYER, D_MODEL, N_CTX, VOCAB = 12, 768, 1024, 50257
 A100_PEAK, H100_PEAK = 312e12, 989e12
-
-
-@pytest.fixture(scope="module")
-def content() -> Content:
-    return load_content(SEED_QUESTS)
-
-
-def quiz(content: Content, ref: str) -> QuizTask:
-    task = content.find_task(ref)[1]
-    assert isinstance(task, QuizTask)
-    return task
 
 
 def non_embedding_params(n_layer: int, d_model: int) -> int:
@@ -69,16 +56,12 @@ def test_the_parameter_count_matches_gpt2_small() -> None:
 def test_every_answer_is_the_computed_value(
     content: Content, ref: str, values: dict[str, float]
 ) -> None:
-    task = quiz(content, ref)
-    assert {q.id for q in task.questions} == set(values)
+    task = quiz_task(content, ref)
+    assert_stated_answers(task, values)
     for question in task.questions:
-        value = values[question.id]
-        assert question.tolerance is not None
-        assert math.isclose(question.numeric_answers()[0], value, rel_tol=1e-3), question.id
-        assert answer_matches(f"{value:.4g}", question), question.id
+        assert answer_matches(f"{values[question.id]:.4g}", question), question.id
     answers = {qid: f"{v:,.0f}" if v > 1e3 else f"{v:.3g}" for qid, v in values.items()}
-    verdict = grade_quiz(ref, task, answers)
-    assert verdict.status == "passed" and verdict.score == 1.0, verdict.checks
+    assert_quiz_passes(ref, task, answers)
 
 
 def test_typical_mistakes_fail(content: Content) -> None:
@@ -91,7 +74,7 @@ def test_typical_mistakes_fail(content: Content) -> None:
         "attention-crossover": str(D_MODEL),
         "training-per-token": str(2 * values["forward-per-token"]),  # backward = forward
     }
-    verdict = grade_quiz(COUNT, quiz(content, COUNT), mistakes)
+    verdict = grade_quiz(COUNT, quiz_task(content, COUNT), mistakes)
     assert verdict.score == 0.0
     mfu = mfu_values()
     wrong = {
@@ -99,8 +82,8 @@ def test_typical_mistakes_fail(content: Content) -> None:
         "run-days": f"{mfu['run-days'] * 0.4:.3g}",  # forgot the MFU
         "step-mfu": f"{mfu['step-mfu'] * 8:.3g}",  # compared with a single GPU's peak
     }
-    assert grade_quiz(MFU, quiz(content, MFU), wrong).score == 0.0
+    assert grade_quiz(MFU, quiz_task(content, MFU), wrong).score == 0.0
     # a percentage may also be written as a fraction
-    (step,) = [q for q in quiz(content, MFU).questions if q.id == "step-mfu"]
+    (step,) = [q for q in quiz_task(content, MFU).questions if q.id == "step-mfu"]
     assert answer_matches(f"{mfu['step-mfu'] / 100:.3f}", step)
     assert answer_matches("41%", step)

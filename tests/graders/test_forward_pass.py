@@ -3,26 +3,19 @@ answers recomputed from GPT-2 small's config."""
 
 from __future__ import annotations
 
-import importlib.util
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
 
-from bot.content import BuildTask, Content, QuizTask, answer_matches, load_content
+from bot.content import BuildTask, Content, answer_matches
 from bot.grading.service import SandboxRunner
-from bot.grading.submission_input import validate_submission
-from bot.sandbox import Zygote
-from bot.sandbox.api import SandboxRequest
 from graders import load_grader
 from graders.base import Verdict
 from graders.cases import compare_tensor
 from graders.gpt2_block import Gpt2Block
 from graders.quiz import grade_quiz
-from tests.support import SEED_QUESTS
+from tests.graders.support import grade_in_sandbox, load_solution, message, passed, quiz_task
 
 TASK = "forward-pass/gpt2-block"
 QUIZ = "forward-pass/gpt2-small-numbers"
@@ -33,51 +26,12 @@ FUNCTIONS = ("layer_norm", "causal_self_attention", "mlp", "gpt2_block")
 N_LAYER, N_HEAD, N_EMBD, VOCAB, N_CTX = 12, 12, 768, 50257, 1024
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Trusted-side torch work on one thread, as in the sandbox: tiny ops on a busy machine
-    otherwise wait on idle worker threads far longer than they compute."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def zygote() -> Iterator[SandboxRunner]:
-    with Zygote() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def content() -> Content:
-    return load_content(SEED_QUESTS)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def grade(zygote: SandboxRunner, name: str) -> Verdict:
-    prepared = validate_submission(name, (SOLUTIONS / name).read_bytes())
-    grader = load_grader("gpt2_block")
-    plan = grader.plan(secrets.randbits(62), "cpu")
-    request = SandboxRequest(prepared.source, name, plan.calls, grader.limits)
-    return grader.judge(TASK, plan, zygote.run(request), prepared.source)
-
-
-def passed(verdict: Verdict) -> dict[str, bool]:
-    return {c.name: c.passed for c in verdict.checks}
-
-
-def message(verdict: Verdict, name: str) -> str:
-    (check,) = [c for c in verdict.checks if c.name == name]
-    return check.message
-
-
-def load_solution(name: str) -> ModuleType:
-    """Our own example file, imported here only to sweep seeds without the sandbox."""
-    spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), SOLUTIONS / name)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    verdict, _ = grade_in_sandbox(zygote, load_grader("gpt2_block"), TASK, SOLUTIONS / name)
+    return verdict
 
 
 def test_the_quest_names_this_grader_and_its_interface(content: Content) -> None:
@@ -104,7 +58,8 @@ def test_the_correct_solution_passes(zygote: SandboxRunner) -> None:
 def test_tolerance_separates_right_from_nearly_right() -> None:
     """Over many seeds: float32 rounding always passes, the erf GELU never does."""
     grader = Gpt2Block()
-    right, erf = load_solution("correct.py"), load_solution("wrong_erf_gelu.py")
+    right = load_solution(SOLUTIONS / "correct.py")
+    erf = load_solution(SOLUTIONS / "wrong_erf_gelu.py")
     for seed in range(25):
         for case in grader.plan(seed, "cpu").expected["cases"]:
             assert compare_tensor(case, getattr(right, case.function)(*case.args)).ok
@@ -171,8 +126,7 @@ def expected_answers() -> dict[str, float]:
 
 
 def test_quiz_answers_are_the_computed_values(content: Content) -> None:
-    quiz = content.find_task(QUIZ)[1]
-    assert isinstance(quiz, QuizTask)
+    quiz = quiz_task(content, QUIZ)
     expected = expected_answers()
     assert expected["block-params"] == 12 * N_EMBD**2 + 13 * N_EMBD == 7_087_872
     for question in quiz.questions:
@@ -184,8 +138,7 @@ def test_quiz_answers_are_the_computed_values(content: Content) -> None:
 
 
 def test_quiz_accepts_right_answers_and_rejects_typical_slips(content: Content) -> None:
-    quiz = content.find_task(QUIZ)[1]
-    assert isinstance(quiz, QuizTask)
+    quiz = quiz_task(content, QUIZ)
     right = {
         "head-dim": "64",
         "c-attn-shape": "torch.Size([768, 2304])",

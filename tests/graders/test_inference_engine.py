@@ -3,13 +3,11 @@ from the configs the prompts state, and the what-each-trick-buys quiz."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
-from bot.content import Content, QuizTask, load_content
+from bot.content import Content
 from graders.quiz import grade_quiz
-from tests.support import SEED_QUESTS
+from tests.graders.support import assert_quiz_passes, assert_stated_answers, quiz_task
 
 KV = "inference-engine/kv-cache-sizes"
 DECODE = "inference-engine/decode-ceilings"
@@ -19,17 +17,6 @@ BYTES = 2  # fp16 / bf16
 GIB = 2**30
 H100_BANDWIDTH = 3.35e12
 WEIGHT_BYTES = 7e9 * BYTES
-
-
-@pytest.fixture(scope="module")
-def content() -> Content:
-    return load_content(SEED_QUESTS)
-
-
-def quiz(content: Content, ref: str) -> QuizTask:
-    task = content.find_task(ref)[1]
-    assert isinstance(task, QuizTask)
-    return task
 
 
 def kv_bytes_per_token(n_layer: int, n_kv_heads: int, head_dim: int) -> int:
@@ -88,15 +75,9 @@ def test_the_brief_numbers_hold() -> None:
 def test_every_answer_is_the_computed_value(
     content: Content, ref: str, values: dict[str, float]
 ) -> None:
-    task = quiz(content, ref)
-    assert {q.id for q in task.questions} == set(values)
-    for question in task.questions:
-        value = values[question.id]
-        assert question.tolerance is not None
-        assert math.isclose(question.numeric_answers()[0], value, rel_tol=1e-3), question.id
-    answers = {qid: f"{v:.5g}" for qid, v in values.items()}
-    verdict = grade_quiz(ref, task, answers)
-    assert verdict.status == "passed" and verdict.score == 1.0, verdict.checks
+    task = quiz_task(content, ref)
+    assert_stated_answers(task, values)
+    assert_quiz_passes(ref, task, {qid: f"{v:.5g}" for qid, v in values.items()})
 
 
 def test_typical_numeric_mistakes_fail(content: Content) -> None:
@@ -107,7 +88,7 @@ def test_typical_numeric_mistakes_fail(content: Content) -> None:
         "mla-per-token": str(512 * 60 * BYTES),  # forgot the RoPE key
         "mla-saving": str(128 * 128 * 60 / (512 * 60)),  # counted K alone against the latent alone
     }
-    assert grade_quiz(KV, quiz(content, KV), kv).score == 0.0
+    assert grade_quiz(KV, quiz_task(content, KV), kv).score == 0.0
     decode = {
         "batch-one": str(H100_BANDWIDTH / 7e9),  # one byte per fp16 weight
         "batch-one-long": str(ceiling(1, 0)),  # ignored the cache
@@ -115,11 +96,11 @@ def test_typical_numeric_mistakes_fail(content: Content) -> None:
         "int4-weights": str(2 * ceiling(1, 0)),  # int8, not int4
         "speculative-tokens": str(1 + 4 * 0.8),  # k * alpha + 1: a rejection ends the run
     }
-    assert grade_quiz(DECODE, quiz(content, DECODE), decode).score == 0.0
+    assert grade_quiz(DECODE, quiz_task(content, DECODE), decode).score == 0.0
 
 
 def test_tricks_quiz_accepts_letters_and_names(content: Content) -> None:
-    task = quiz(content, TRICKS)
+    task = quiz_task(content, TRICKS)
     answers = {
         "batching": "A",
         "quantization": "(b)",

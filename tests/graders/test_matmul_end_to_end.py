@@ -5,38 +5,23 @@ Learner code runs only inside ``bot.sandbox``'s jobs, never in this process.
 
 from __future__ import annotations
 
-import secrets
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bot.grading.service import SandboxRunner
-from bot.grading.submission_input import validate_submission
-from bot.sandbox import Zygote
-from bot.sandbox.api import SandboxRequest
 from graders.base import Verdict
 from graders.matmul_three_ways import MatmulThreeWays
+from tests.graders.support import grade_in_sandbox
 
 TASK = "go-brrrr/matmul-three-ways"
 SOLUTIONS = Path(__file__).parent / "solutions"
 
 
-@pytest.fixture(scope="module")
-def zygote() -> Iterator[SandboxRunner]:
-    """One warm zygote for the module; whatever isolation it has is fine for our examples."""
-    with Zygote() as running:
-        yield running
-
-
 def grade(zygote: SandboxRunner, name: str) -> Verdict:
-    prepared = validate_submission(name, (SOLUTIONS / name).read_bytes())
-    grader = MatmulThreeWays()
-    plan = grader.plan(secrets.randbits(62), "cpu")
-    request = SandboxRequest(prepared.source, name, plan.calls, grader.limits)
-    result = zygote.run(request)
-    return grader.judge(TASK, plan, result, prepared.source)
+    verdict, _ = grade_in_sandbox(zygote, MatmulThreeWays(), TASK, SOLUTIONS / name)
+    return verdict
 
 
 def messages(verdict: Verdict) -> str:

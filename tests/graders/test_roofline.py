@@ -6,24 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
 import graders.fused_pointwise as fp
-from bot.content import BuildTask, Content, QuizTask, answer_matches, load_content
+from bot.content import BuildTask, Content, answer_matches
 from bot.grading.service import SandboxRunner
-from bot.grading.submission_input import validate_submission
-from bot.sandbox import Zygote
-from bot.sandbox.api import CallResult, SandboxRequest, SandboxResult
+from bot.sandbox.api import CallResult, SandboxResult
 from graders import load_grader
 from graders.base import Plan, Verdict
 from graders.quiz import grade_quiz
 from graders.tensors import to_raw
-from tests.support import SEED_QUESTS
+from tests.graders.support import assert_quiz_passes, grade_in_sandbox, quiz_task
 
 TASK = "roofline/fused-gelu"
 QUIZ = "roofline/roofline-numbers"
@@ -35,17 +31,6 @@ ALLOWED = "fused_gelu_bias: allowed operations only"
 # the devices as the quiz states them
 H100_FLOPS, H100_BYTES = 989e12, 3.35e12
 A100_FLOPS, A100_BYTES = 312e12, 1.555e12
-
-
-@pytest.fixture(scope="module")
-def zygote() -> Iterator[SandboxRunner]:
-    with Zygote() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def content() -> Content:
-    return load_content(SEED_QUESTS)
 
 
 def attainable(intensity: float, flops: float = H100_FLOPS, bandwidth: float = H100_BYTES) -> float:
@@ -72,15 +57,9 @@ def quiz_values() -> dict[str, float]:
     }
 
 
-def quiz(content: Content) -> QuizTask:
-    task = content.find_task(QUIZ)[1]
-    assert isinstance(task, QuizTask)
-    return task
-
-
 def test_every_numeric_answer_is_the_computed_value(content: Content) -> None:
     values = quiz_values()
-    task = quiz(content)
+    task = quiz_task(content, QUIZ)
     numeric = {q.id: q for q in task.questions if q.tolerance is not None}
     assert set(numeric) == set(values)
     for qid, value in values.items():
@@ -93,11 +72,10 @@ def test_every_numeric_answer_is_the_computed_value(content: Content) -> None:
 
 
 def test_right_answers_pass_and_typical_mistakes_fail(content: Content) -> None:
-    task = quiz(content)
+    task = quiz_task(content, QUIZ)
     answers = {qid: f"{v:.5g}" for qid, v in quiz_values().items()}
     answers["matmul-bound"] = "compute-bound"
-    verdict = grade_quiz(QUIZ, task, answers)
-    assert verdict.status == "passed" and verdict.score == 1.0, verdict.checks
+    assert_quiz_passes(QUIZ, task, answers)
     mistakes = {
         "add-intensity": str(1 / 8),  # forgot to count writing z
         "matmul-intensity": str(matmul_intensity(4096, bytes_per=4)),  # fp32 bytes
@@ -122,12 +100,7 @@ def test_the_quest_names_this_grader_and_its_interface(content: Content) -> None
 
 
 def grade(zygote: SandboxRunner, name: str, device: str = "cpu") -> tuple[Verdict, SandboxResult]:
-    prepared = validate_submission(name, (SOLUTIONS / name).read_bytes())
-    grader = fp.FusedPointwise()
-    plan = grader.plan(secrets.randbits(62), device)
-    request = SandboxRequest(prepared.source, name, plan.calls, grader.limits, device=device)
-    result = zygote.run(request)
-    return grader.judge(TASK, plan, result, prepared.source), result
+    return grade_in_sandbox(zygote, fp.FusedPointwise(), TASK, SOLUTIONS / name, device)
 
 
 def checks(verdict: Verdict) -> dict[str, str]:

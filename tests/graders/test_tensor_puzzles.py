@@ -5,61 +5,32 @@ Learner code runs only inside ``bot.sandbox``'s jobs, never in this process.
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
-from bot.content.documents import load_file
-from bot.content.schema import BuildTask, Quest, QuizTask
+from bot.content.schema import BuildTask, QuizTask
 from bot.grading.service import SandboxRunner
-from bot.grading.submission_input import validate_submission
-from bot.sandbox import Zygote
-from bot.sandbox.api import SandboxRequest
 from graders import load_grader
 from graders.base import Verdict
 from graders.cases import compare_tensor
 from graders.quiz import grade_quiz
 from graders.tensor_puzzles import TensorPuzzles
-from tests.support import SEED_QUESTS
+from tests.graders.support import assert_quiz_passes, failing, grade_in_sandbox, load_quest
 
-TASK = "tensor-puzzles/broadcasting-drills"
-SOLUTIONS = Path(__file__).parent / "solutions" / "tensor-puzzles"
-
-
-@pytest.fixture(scope="module")
-def zygote() -> Iterator[SandboxRunner]:
-    """One warm zygote for the module; whatever isolation it has is fine for our examples."""
-    with Zygote() as running:
-        yield running
-
-
-def quest() -> Quest:
-    """This quest's file alone, so other quests being edited cannot break these tests
-    (``test_seed_content`` checks the whole directory, cross-references included)."""
-    loaded = load_file(SEED_QUESTS / "tensor-puzzles.yaml", "tensor-puzzles.yaml", Quest)
-    assert loaded.model is not None, loaded.problems
-    return loaded.model
+QUEST = "tensor-puzzles"
+TASK = f"{QUEST}/broadcasting-drills"
+SOLUTIONS = Path(__file__).parent / "solutions" / QUEST
 
 
 def grade(zygote: SandboxRunner, name: str) -> Verdict:
-    prepared = validate_submission(name, (SOLUTIONS / name).read_bytes())
-    grader = TensorPuzzles()
-    plan = grader.plan(secrets.randbits(62), "cpu")
-    request = SandboxRequest(prepared.source, name, plan.calls, grader.limits)
-    return grader.judge(TASK, plan, zygote.run(request), prepared.source)
-
-
-def check(verdict: Verdict, name: str) -> str:
-    (found,) = [c for c in verdict.checks if c.name == name]
-    assert not found.passed, found.message
-    return found.message
+    verdict, _ = grade_in_sandbox(zygote, TensorPuzzles(), TASK, SOLUTIONS / name)
+    return verdict
 
 
 def test_the_quest_names_the_grader_and_its_interface() -> None:
-    task = quest().task("broadcasting-drills")
+    task = load_quest(QUEST).task("broadcasting-drills")
     assert isinstance(task, BuildTask)
     assert load_grader(task.grader).interface == task.function_names()
     for name in ("outer", "diagonal", "triu", "tril", "cumsum", "flip", "clamp", "einsum"):
@@ -91,7 +62,7 @@ def test_wrong_solutions_fail_on_their_mistakes_only(zygote: SandboxRunner, name
     verdict = grade(zygote, name)
     assert verdict.status == "failed" and verdict.score < 1.0
     for function, expected in WRONG[name].items():
-        assert expected in check(verdict, f"{function}: correct results")
+        assert expected in failing(verdict, f"{function}: correct results")
     right = [c for c in verdict.checks if c.name.split(":")[0] not in WRONG[name]]
     assert all(c.passed for c in right), [c.message for c in right if not c.passed]
 
@@ -108,7 +79,7 @@ def test_library_calls_fail_the_allowed_operations_checks(zygote: SandboxRunner)
         ("flip", "flip"),
         ("relu", "clamp"),
     ]:
-        message = check(verdict, f"{function}: allowed operations only")
+        message = failing(verdict, f"{function}: allowed operations only")
         assert f"{call} is {what}" in message
         assert "torch recorded" in message
 
@@ -132,7 +103,7 @@ def test_float32_cumsum_tolerance_admits_any_summation_order() -> None:
 
 
 def _quiz() -> QuizTask:
-    task = quest().task("broadcast-shapes")
+    task = load_quest(QUEST).task("broadcast-shapes")
     assert isinstance(task, QuizTask)
     return task
 
@@ -163,8 +134,7 @@ def test_broadcast_quiz_answers_are_what_torch_computes() -> None:
     answers = {q: _broadcast(*shapes) for q, shapes in SHAPES.items()}
     i = torch.arange(5)
     assert answers["cumsum-mask"] == str(tuple((i[None, :] <= i[:, None]).shape))
-    verdict = grade_quiz("tensor-puzzles/broadcast-shapes", task, answers)
-    assert verdict.status == "passed" and verdict.score == 1.0, verdict.checks
+    assert_quiz_passes(f"{QUEST}/broadcast-shapes", task, answers)
 
 
 def test_typical_broadcast_mistakes_are_marked_wrong() -> None:
@@ -175,7 +145,7 @@ def test_typical_broadcast_mistakes_are_marked_wrong() -> None:
         "missing-dimension": "(5, 4, 1)",
         "mismatch": "(3, 3)",
     }
-    verdict = grade_quiz("tensor-puzzles/broadcast-shapes", task, answers)
+    verdict = grade_quiz(f"{QUEST}/broadcast-shapes", task, answers)
     wrong = {c.name for c in verdict.checks if not c.passed}
     assert wrong == {"trailing-mismatch", "missing-dimension", "mismatch"}
     assert verdict.score == 4 / 7

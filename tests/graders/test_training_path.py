@@ -3,20 +3,13 @@ and the LoRA budget quiz recomputed from GPT-2 small's shapes."""
 
 from __future__ import annotations
 
-import importlib.util
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
 
-from bot.content import BuildTask, Content, QuizTask, answer_matches, load_content
+from bot.content import BuildTask, Content, answer_matches
 from bot.grading.service import SandboxRunner
-from bot.grading.submission_input import validate_submission
-from bot.sandbox import Zygote
-from bot.sandbox.api import SandboxRequest
 from graders import load_grader
 from graders.base import Verdict
 from graders.cases import compare_tensor
@@ -24,7 +17,7 @@ from graders.lora_linear import LoraLinear
 from graders.mlp_backward import GRADIENTS, MlpBackward
 from graders.quiz import grade_quiz
 from graders.source_scan import Rules, scan
-from tests.support import SEED_QUESTS
+from tests.graders.support import grade_in_sandbox, load_solution, message, passed, quiz_task
 
 BACKWARD = "training-path/manual-backward"
 LORA = "training-path/lora-linear"
@@ -35,51 +28,12 @@ SOLUTIONS = Path(__file__).parent / "solutions" / "training-path"
 N_LAYER, N_EMBD, VOCAB, N_CTX = 12, 768, 50257, 1024
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Trusted-side torch work on one thread, as in the sandbox: tiny ops on a busy machine
-    otherwise wait on idle worker threads far longer than they compute."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def zygote() -> Iterator[SandboxRunner]:
-    with Zygote() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def content() -> Content:
-    return load_content(SEED_QUESTS)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def grade(zygote: SandboxRunner, grader_name: str, task: str, name: str) -> Verdict:
-    prepared = validate_submission(name, (SOLUTIONS / name).read_bytes())
-    grader = load_grader(grader_name)
-    plan = grader.plan(secrets.randbits(62), "cpu")
-    request = SandboxRequest(prepared.source, name, plan.calls, grader.limits)
-    return grader.judge(task, plan, zygote.run(request), prepared.source)
-
-
-def passed(verdict: Verdict) -> dict[str, bool]:
-    return {c.name: c.passed for c in verdict.checks}
-
-
-def message(verdict: Verdict, name: str) -> str:
-    (check,) = [c for c in verdict.checks if c.name == name]
-    return check.message
-
-
-def load_solution(name: str) -> ModuleType:
-    """Our own example file, imported here only to sweep seeds without the sandbox."""
-    spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), SOLUTIONS / name)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    verdict, _ = grade_in_sandbox(zygote, load_grader(grader_name), task, SOLUTIONS / name)
+    return verdict
 
 
 def test_the_quest_names_these_graders_and_interfaces(content: Content) -> None:
@@ -120,7 +74,7 @@ def test_the_correct_backward_passes(zygote: SandboxRunner) -> None:
 
 
 def test_the_backward_tolerance_holds_over_many_seeds() -> None:
-    grader, right = MlpBackward(), load_solution("backward_correct.py")
+    grader, right = MlpBackward(), load_solution(SOLUTIONS / "backward_correct.py")
     for seed in range(20):
         for case in grader.plan(seed, "cpu").expected["cases"]:
             assert compare_tensor(case, getattr(right, case.function)(*case.args)).ok
@@ -202,7 +156,9 @@ def test_lora_starts_at_the_base_model() -> None:
 
 def test_lora_tolerance_holds_over_many_seeds() -> None:
     grader = LoraLinear()
-    solutions = [load_solution(n) for n in ("lora_correct.py", "lora_correct_merged.py")]
+    solutions = [
+        load_solution(SOLUTIONS / n) for n in ("lora_correct.py", "lora_correct_merged.py")
+    ]
     for seed in range(20):
         for case in grader.plan(seed, "cpu").expected["cases"]:
             for solution in solutions:
@@ -259,8 +215,7 @@ def expected_answers() -> dict[str, float]:
 
 
 def test_lora_quiz_answers_are_the_computed_values(content: Content) -> None:
-    quiz = content.find_task(QUIZ)[1]
-    assert isinstance(quiz, QuizTask)
+    quiz = quiz_task(content, QUIZ)
     expected = expected_answers()
     assert expected["q-and-v"] == 12 * 2 * 8 * (768 + 768) == 294_912
     assert expected["full-fine-tune"] == 124_439_808
@@ -273,8 +228,7 @@ def test_lora_quiz_answers_are_the_computed_values(content: Content) -> None:
 
 
 def test_lora_quiz_rejects_typical_slips(content: Content) -> None:
-    quiz = content.find_task(QUIZ)[1]
-    assert isinstance(quiz, QuizTask)
+    quiz = quiz_task(content, QUIZ)
     expected = expected_answers()
     right = {q.id: f"{expected[q.id]:,}" for q in quiz.questions}
     right["percent"] = "0.237%"

@@ -7,19 +7,13 @@ Learner code runs only inside ``bot.sandbox``'s jobs, never in this process.
 from __future__ import annotations
 
 import math
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
-from bot.content.documents import load_file
-from bot.content.schema import BuildTask, Quest, QuizTask
+from bot.content.schema import BuildTask, QuizTask
 from bot.grading.service import SandboxRunner
-from bot.grading.submission_input import validate_submission
-from bot.sandbox import Zygote
-from bot.sandbox.api import SandboxRequest
 from graders import load_grader
 from graders.attention import Attention
 from graders.base import Verdict
@@ -27,7 +21,7 @@ from graders.bpe_merge import BpeMerge, merge_step
 from graders.cases import CaseGrader
 from graders.quiz import grade_quiz
 from graders.stable_softmax import StableSoftmax
-from tests.support import SEED_QUESTS
+from tests.graders.support import assert_quiz_passes, failing, grade_in_sandbox, load_quest
 
 QUEST = "transformer-internals"
 SOLUTIONS = Path(__file__).parent / "solutions" / QUEST
@@ -39,40 +33,16 @@ TASKS: dict[str, tuple[str, type[CaseGrader]]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def zygote() -> Iterator[SandboxRunner]:
-    """One warm zygote for the module; whatever isolation it has is fine for our examples."""
-    with Zygote() as running:
-        yield running
-
-
-def quest() -> Quest:
-    """This quest's file alone, so other quests being edited cannot break these tests
-    (``test_seed_content`` checks the whole directory, cross-references included)."""
-    loaded = load_file(SEED_QUESTS / f"{QUEST}.yaml", f"{QUEST}.yaml", Quest)
-    assert loaded.model is not None, loaded.problems
-    return loaded.model
-
-
 def grade(zygote: SandboxRunner, name: str) -> Verdict:
     task, grader_class = TASKS[name.split("_")[0]]
-    prepared = validate_submission(name, (SOLUTIONS / name).read_bytes())
-    grader = grader_class()
-    plan = grader.plan(secrets.randbits(62), "cpu")
-    request = SandboxRequest(prepared.source, name, plan.calls, grader.limits)
-    return grader.judge(f"{QUEST}/{task}", plan, zygote.run(request), prepared.source)
-
-
-def failing(verdict: Verdict, name: str) -> str:
-    (found,) = [c for c in verdict.checks if c.name == name]
-    assert not found.passed, found.message
-    return found.message
+    verdict, _ = grade_in_sandbox(zygote, grader_class(), f"{QUEST}/{task}", SOLUTIONS / name)
+    return verdict
 
 
 @pytest.mark.parametrize("prefix", sorted(TASKS))
 def test_each_build_task_names_its_grader_and_interface(prefix: str) -> None:
     task_id, grader_class = TASKS[prefix]
-    task = quest().task(task_id)
+    task = load_quest(QUEST).task(task_id)
     assert isinstance(task, BuildTask)
     grader = load_grader(task.grader)
     assert isinstance(grader, grader_class)
@@ -184,7 +154,7 @@ def test_bpe_reference_follows_the_stated_rule() -> None:
 
 
 def _quiz() -> QuizTask:
-    task = quest().task("attention-numbers")
+    task = load_quest(QUEST).task("attention-numbers")
     assert isinstance(task, QuizTask)
     return task
 
@@ -217,8 +187,7 @@ def test_quiz_answers_are_the_computed_values() -> None:
         if question.tolerance is not None:
             (accepted,) = question.numeric_answers()
             assert math.isclose(accepted, float(answers[question.id]), rel_tol=question.tolerance)
-    verdict = grade_quiz(f"{QUEST}/attention-numbers", task, answers)
-    assert verdict.status == "passed" and verdict.score == 1.0, verdict.checks
+    assert_quiz_passes(f"{QUEST}/attention-numbers", task, answers)
 
 
 def test_dot_product_spread_matches_a_simulation() -> None:
