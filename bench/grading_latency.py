@@ -34,8 +34,8 @@ from bot.content import load_content  # noqa: E402
 from bot.content.schema import BuildTask  # noqa: E402
 from bot.db import migrate  # noqa: E402
 from bot.db.engine import make_engine, make_sessionmaker  # noqa: E402
-from bot.db.models import Guild, Member, Submission  # noqa: E402
-from bot.grading import queue  # noqa: E402
+from bot.db.models import Submission  # noqa: E402
+from tests.support import add_member, queue_submission  # noqa: E402
 
 DEFAULT_TASK = "go-brrrr/matmul-three-ways"
 DEFAULT_SOLUTION = REPO / "tests" / "graders" / "solutions" / "correct.py"
@@ -97,24 +97,12 @@ def naive_baseline(repeats: int, grader_name: str, solution: Path) -> float:
 
 
 async def _enqueue(sessions, task: str, data: bytes, count: int) -> list[int]:
+    """Queue ``count`` copies in one transaction, so a burst reaches the worker at once."""
     async with sessions() as session, session.begin():
-        ids = []
-        for _ in range(count):
-            submission = Submission(
-                guild_id=1,
-                member_id=1,
-                task_ref=task,
-                filename="correct.py",
-                file_kind="py",
-                content=data,
-                size_bytes=len(data),
-                sha256="0" * 64,
-            )
-            session.add(submission)
-            await session.flush()
-            await queue.enqueue(session, submission.id)
-            ids.append(submission.id)
-        return ids
+        return [
+            (await queue_submission(session, data, filename="correct.py", task_ref=task))[0]
+            for _ in range(count)
+        ]
 
 
 async def _wait_done(sessions, ids: list[int], poll_s: float = 0.005) -> None:
@@ -142,8 +130,7 @@ async def queue_bench(
     sessions = make_sessionmaker(engine)
     reads = make_sessionmaker(engine, read_only=True)
     async with sessions() as session, session.begin():
-        session.add(Guild(id=1))
-        session.add(Member(id=1, guild_id=1, user_id=1))
+        await add_member(session)
     env = {**os.environ, "DATABASE_URL": url, "QUESTS_DIR": str(REPO / "quests")}
     env["PYTHONPATH"] = str(REPO)
     env["LOG_LEVEL"] = "WARNING"

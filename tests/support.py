@@ -1,14 +1,41 @@
-"""Helpers for tests: where things are, and running the CLI as a user would."""
+"""Helpers for tests: where things are, running the CLI as a user would, queued submissions."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.db.models import Guild, Member, Submission
+from bot.grading import queue
+from bot.grading.capabilities import Requirements
+
 REPO = Path(__file__).resolve().parent.parent
 SEED_QUESTS = REPO / "quests"
+SOLUTIONS = REPO / "tests" / "graders" / "solutions"  # known-good and known-bad submissions
+BUILD_TASK = "go-brrrr/matmul-three-ways"  # what the files directly in SOLUTIONS solve
+GUILD_ID = 1  # the one guild queued submissions belong to
+
+
+def start_worker(database_url: str, cwd: Path, **env: str) -> subprocess.Popen[str]:
+    """Start ``python -m bot worker --count 1`` with a clean environment; its log is on stderr."""
+    base = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(REPO),
+        "DATABASE_URL": database_url,
+        "QUESTS_DIR": str(SEED_QUESTS),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot", "worker", "--count", "1"],
+        cwd=cwd,
+        env={**base, **env},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def run_cli(
@@ -26,3 +53,43 @@ def run_cli(
         timeout=timeout,
         check=False,
     )
+
+
+async def add_member(session: AsyncSession, member_id: int = 1) -> int:
+    """Add member ``member_id`` (and the one guild) unless there: a submission needs an owner."""
+    if await session.get(Guild, GUILD_ID) is None:
+        session.add(Guild(id=GUILD_ID))
+    if await session.get(Member, member_id) is None:
+        session.add(Member(id=member_id, guild_id=GUILD_ID, user_id=10 * member_id))
+    await session.flush()
+    return member_id
+
+
+async def queue_submission(
+    session: AsyncSession,
+    data: bytes = b"pass\n",
+    *,
+    filename: str = "s.py",
+    member_id: int = 1,
+    task_ref: str = BUILD_TASK,
+    requirements: Requirements = queue.RUNS_ANYWHERE,
+) -> tuple[int, int]:
+    """Store a submission and queue its job as the bot's intake does, without Discord.
+
+    Runs in the caller's transaction, so a batch commits (and notifies workers) at once.
+    Returns the submission's id and the job's id.
+    """
+    submission = Submission(
+        guild_id=GUILD_ID,
+        member_id=member_id,
+        task_ref=task_ref,
+        filename=filename,
+        file_kind=Path(filename).suffix.lstrip("."),
+        content=data,
+        size_bytes=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
+    session.add(submission)
+    await session.flush()
+    job = await queue.enqueue(session, submission.id, requirements)
+    return submission.id, job.id

@@ -16,10 +16,12 @@ import pytest
 import pytest_asyncio
 
 from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, Role, User
+from tests.fakediscord.handle import InteractionHandle
 from tests.fakediscord.process import BotProcess
-from tests.support import SEED_QUESTS
+from tests.support import BUILD_TASK, SEED_QUESTS, SOLUTIONS
 
 START = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)  # a Monday
+CORRECT = (SOLUTIONS / "correct.py").read_bytes()  # passes BUILD_TASK
 
 
 @dataclass
@@ -41,6 +43,28 @@ class World:
         user = self.fake.add_user(f"learner{next(self._names)}", dms_open=dms_open)
         self.fake.add_member(self.guild, user)
         return user
+
+    async def slash(self, user: User, name: str, /, **options: object) -> InteractionHandle:
+        """``user`` runs ``/name`` in the quests channel, where members talk to the bot."""
+        return await self.fake.invoke_slash(self.guild, self.quests, user, name, options=options)
+
+    async def submit(
+        self,
+        user: User,
+        data: bytes = CORRECT,
+        *,
+        filename: str = "solution.py",
+        task: str = BUILD_TASK,
+    ) -> InteractionHandle:
+        """``user`` runs ``/submit`` for ``task`` with ``data`` attached as ``filename``."""
+        return await self.slash(user, "submit", task=task, file=(filename, data))
+
+    async def submit_reply(self, user: User) -> str:
+        """``user`` submits ``CORRECT``; the bot's first reply (queued, refused, limited), once in.
+
+        Waiting for it also orders a test's submissions as the member would send them.
+        """
+        return (await (await self.submit(user)).original(timeout=15)).content
 
     def set_time(self, moment: datetime) -> None:
         self.clock_file.write_text(moment.isoformat())

@@ -38,12 +38,8 @@ def _options(world: World, name: str, user: User) -> dict[str, object]:
 
 
 async def _setup(world: World) -> None:
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.owner,
-        "admin setup",
-        options={"channel": world.quests, "time": "00:00", "moderator_role": world.mods},
+    handle = await world.slash(
+        world.owner, "admin setup", channel=world.quests, time="00:00", moderator_role=world.mods
     )
     assert "The daily quest goes to" in (await handle.original()).content
 
@@ -51,9 +47,7 @@ async def _setup(world: World) -> None:
 async def test_a_plain_member_cannot_see_admin(world: World) -> None:
     learner = world.learner()
     with pytest.raises(PermissionError):  # Discord hides it: default_member_permissions
-        await world.fake.invoke_slash(
-            world.guild, world.quests, learner, "admin export", options={}
-        )
+        await world.slash(learner, "admin export")
 
 
 @pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
@@ -62,9 +56,7 @@ async def test_the_bot_refuses_a_plain_member_even_if_discord_lets_them(
 ) -> None:
     learner = world.learner()
     world.fake.set_command_permission(world.guild, "admin", learner, allow=True)
-    handle = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, name, options=_options(world, name, learner)
-    )
+    handle = await world.slash(learner, name, **_options(world, name, learner))
     reply = await handle.original()
     assert reply.ephemeral and "Only moderators can use /admin" in reply.content
 
@@ -83,13 +75,7 @@ async def test_setup_rejects_bad_time_and_zone(world: World) -> None:
         ({"time": "25:00"}, "not a time of day"),
         ({"timezone": "Mars/Olympus"}, "not an IANA time zone"),
     ):
-        handle = await world.fake.invoke_slash(
-            world.guild,
-            world.quests,
-            world.owner,
-            "admin setup",
-            options={"channel": world.quests, **options},
-        )
+        handle = await world.slash(world.owner, "admin setup", channel=world.quests, **options)
         assert words in (await handle.original()).content
 
 
@@ -97,20 +83,12 @@ async def test_moderator_role_counts_and_xp_revoke_clamps_at_zero(world: World) 
     await _setup(world)
     world.fake.set_command_permission(world.guild, "admin", world.mods, allow=True)
     learner = world.learner()
-    grant = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.moderator,
-        "admin xp",
-        options={"member": learner, "amount": 30, "reason": "great question in #help"},
+    grant = await world.slash(
+        world.moderator, "admin xp", member=learner, amount=30, reason="great question in #help"
     )
     assert "+30 XP" in (await grant.original()).content
-    revoke = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.moderator,
-        "admin xp",
-        options={"member": learner, "amount": -100, "reason": "duplicate grant"},
+    revoke = await world.slash(
+        world.moderator, "admin xp", member=learner, amount=-100, reason="duplicate grant"
     )
     text = (await revoke.original()).content
     assert "-30 XP" in text and "cannot go below 0" in text and "now 0" in text
@@ -123,32 +101,16 @@ async def test_quest_add_preview_publish_and_disable(world: World) -> None:
     text = (REPO / "quests" / "go-brrrr.yaml").read_text()
     text = text.replace("id: go-brrrr", "id: go-brrrr-again", 1)
     text = text.replace("title: Go Brrrr", "title: Go Brrrr, again", 1)
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.owner,
-        "admin quest-add",
-        attachments=[("again.yaml", text.encode())],
-    )
+    handle = await world.slash(world.owner, "admin quest-add", file=("again.yaml", text.encode()))
     preview = await handle.wait_for(lambda m: bool(m.components), timeout=10)
     assert "Publish this quest" in preview.content
     click = await world.fake.click_button(preview, _custom_id(preview, "Publish"))
     assert "Published `go-brrrr-again`" in (await click.original()).content
-    shown = await world.fake.invoke_slash(
-        world.guild, world.quests, world.learner(), "quest", options={"quest": "go-brrrr-again"}
-    )
+    shown = await world.slash(world.learner(), "quest", quest="go-brrrr-again")
     assert "Go Brrrr, again" in _text(await shown.original())
-    disable = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.owner,
-        "admin quest-disable",
-        options={"quest": "go-brrrr-again"},
-    )
+    disable = await world.slash(world.owner, "admin quest-disable", quest="go-brrrr-again")
     assert "no longer on this server's map" in (await disable.original()).content
-    gone = await world.fake.invoke_slash(
-        world.guild, world.quests, world.learner(), "quest", options={"quest": "go-brrrr-again"}
-    )
+    gone = await world.slash(world.learner(), "quest", quest="go-brrrr-again")
     assert "There is no quest" in (await gone.original()).content
 
 
@@ -174,52 +136,28 @@ def _custom_id(message: Message, label: str) -> str:
     ],
 )
 async def test_quest_add_reports_problems(world: World, yaml_text: str, words: str) -> None:
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.owner,
-        "admin quest-add",
-        attachments=[("again.yaml", yaml_text.encode())],
+    handle = await world.slash(
+        world.owner, "admin quest-add", file=("again.yaml", yaml_text.encode())
     )
-    reply = await handle.wait_for(lambda m: not m.loading, timeout=10)
+    reply = await handle.original(timeout=10)
     assert "The quest has problems" in reply.content and words in reply.content
     assert not reply.pings.everyone
 
 
 async def test_schedule_rejects_past_dates(world: World) -> None:
-    past = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.owner,
-        "admin schedule",
-        options={"quest": "go-brrrr", "date": "2001-01-01"},
-    )
+    past = await world.slash(world.owner, "admin schedule", quest="go-brrrr", date="2001-01-01")
     assert "is in the past" in (await past.original()).content
-    bad = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.owner,
-        "admin schedule",
-        options={"quest": "go-brrrr", "date": "tomorrow"},
-    )
+    bad = await world.slash(world.owner, "admin schedule", quest="go-brrrr", date="tomorrow")
     assert "is not a date" in (await bad.original()).content
-    ok = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.owner,
-        "admin schedule",
-        options={"quest": "go-brrrr", "date": "2099-01-01"},
-    )
+    ok = await world.slash(world.owner, "admin schedule", quest="go-brrrr", date="2099-01-01")
     assert "will be the quest of 2099-01-01" in (await ok.original()).content
 
 
 async def test_export_gives_two_csv_files(world: World) -> None:
     learner = world.learner()
-    done = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, "done", options={"task": "go-brrrr/matrix-drill"}
-    )
+    done = await world.slash(learner, "done", task="go-brrrr/matrix-drill")
     await done.original()
-    handle = await world.fake.invoke_slash(world.guild, world.quests, world.owner, "admin export")
+    handle = await world.slash(world.owner, "admin export")
     reply = await handle.wait_for(lambda m: bool(m.attachments), timeout=10)
     files = {a.filename: a.data.decode() for a in reply.attachments}
     assert set(files) == {"leaderboard.csv", "xp_ledger.csv"}
@@ -229,10 +167,8 @@ async def test_export_gives_two_csv_files(world: World) -> None:
 
 async def test_post_leaderboard_has_a_chart(world: World) -> None:
     await _setup(world)
-    handle = await world.fake.invoke_slash(
-        world.guild, world.quests, world.owner, "admin post-leaderboard"
-    )
-    assert "Posted week" in (await handle.wait_for(lambda m: not m.loading, timeout=15)).content
+    handle = await world.slash(world.owner, "admin post-leaderboard")
+    assert "Posted week" in (await handle.original(timeout=15)).content
     posted = await world.fake.wait_for_message(
         world.quests, lambda m: any(a.filename == "week.png" for a in m.attachments), timeout=10
     )
@@ -243,12 +179,8 @@ async def test_an_unexpected_failure_answers_with_a_logged_reference(world: Worl
     with sqlite3.connect(world.database) as db:  # a storage fault the bot does not expect
         db.execute("ALTER TABLE audit_log RENAME TO audit_log_away")
     try:
-        handle = await world.fake.invoke_slash(
-            world.guild,
-            world.quests,
-            world.owner,
-            "admin xp",
-            options={"member": world.learner(), "amount": 5, "reason": "fault injection"},
+        handle = await world.slash(
+            world.owner, "admin xp", member=world.learner(), amount=5, reason="fault injection"
         )
         reply = await handle.wait_for(lambda m: "went wrong" in m.content, timeout=10)
     finally:

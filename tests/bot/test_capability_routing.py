@@ -11,13 +11,10 @@ import pytest
 import pytest_asyncio
 
 from tests.bot.conftest import World, start_world
-from tests.fakediscord import User
-from tests.support import REPO, SEED_QUESTS
+from tests.support import SEED_QUESTS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-CORRECT = (REPO / "tests" / "graders" / "solutions" / "correct.py").read_bytes()
-BUILD = "go-brrrr/matmul-three-ways"
 GPU_ONLY = (
     "    grader: matmul_three_ways\n    requires:\n      cuda: true\n      min_gpu_memory_gib: 16\n"
 )
@@ -36,18 +33,6 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
         yield started
 
 
-async def _submit(world: World, learner: User) -> str:
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        learner,
-        "submit",
-        options={"task": BUILD},
-        attachments=[("solution.py", CORRECT)],
-    )
-    return (await handle.wait_for(lambda m: not m.loading, timeout=15)).content
-
-
 def _heartbeat(world: World, name: str, cuda: bool, memory_mib: int) -> None:
     now = datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ")
     with sqlite3.connect(world.workdir / "data" / "brrrbot.sqlite3") as db:
@@ -58,7 +43,7 @@ def _heartbeat(world: World, name: str, cuda: bool, memory_mib: int) -> None:
 
 
 async def test_no_gpu_worker_is_said_at_once_and_the_job_waits(world: World) -> None:
-    reply = await _submit(world, world.learner())
+    reply = await world.submit_reply(world.learner())
     assert reply.startswith("Queued")
     assert "no grader with a CUDA GPU with at least 16 GiB of memory has been seen" in reply
     assert "loses nothing" in reply
@@ -67,10 +52,10 @@ async def test_no_gpu_worker_is_said_at_once_and_the_job_waits(world: World) -> 
 async def test_a_cpu_worker_or_a_small_gpu_does_not_count(world: World) -> None:
     _heartbeat(world, "cpu-1", cuda=False, memory_mib=0)
     _heartbeat(world, "small-gpu", cuda=True, memory_mib=8 * 1024)
-    assert "no grader with a CUDA GPU" in await _submit(world, world.learner())
+    assert "no grader with a CUDA GPU" in await world.submit_reply(world.learner())
 
 
 async def test_a_capable_worker_seen_recently_means_no_warning(world: World) -> None:
     _heartbeat(world, "big-gpu", cuda=True, memory_mib=80 * 1024)
-    reply = await _submit(world, world.learner())
+    reply = await world.submit_reply(world.learner())
     assert reply.startswith("Queued") and "no grader" not in reply

@@ -10,13 +10,8 @@ import pytest
 import pytest_asyncio
 
 from tests.bot.conftest import World, start_world
-from tests.fakediscord import User
-from tests.support import REPO
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-CORRECT = (REPO / "tests" / "graders" / "solutions" / "correct.py").read_bytes()
-BUILD = "go-brrrr/matmul-three-ways"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -26,39 +21,23 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
     env = {"SUBMISSIONS_PER_HOUR": "2"}
     tmp = tmp_path_factory.mktemp("delivery")
     async for started in start_world(tmp, workers=1, clock=True, extra_env=env):
-        setup = await started.fake.invoke_slash(
-            started.guild,
-            started.quests,
-            started.owner,
-            "admin setup",
-            options={"channel": started.quests, "time": "23:59"},
+        setup = await started.slash(
+            started.owner, "admin setup", channel=started.quests, time="23:59"
         )
         await setup.original()
         yield started
 
 
-async def _submit(world: World, learner: User) -> str:
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        learner,
-        "submit",
-        options={"task": BUILD},
-        attachments=[("solution.py", CORRECT)],
-    )
-    return (await handle.wait_for(lambda m: not m.loading, timeout=15)).content
-
-
 async def test_late_verdict_goes_by_dm(world: World) -> None:
     learner = world.learner()
-    assert (await _submit(world, learner)).startswith("Queued")
+    assert (await world.submit_reply(learner)).startswith("Queued")
     dm = await world.fake.wait_for_dm(learner, lambda m: m.content.startswith("Passed"), 60)
     assert "+60 XP" in dm.content and dm.embeds
 
 
 async def test_closed_dms_fall_back_to_the_channel_without_details(world: World) -> None:
     learner = world.learner(dms_open=False)
-    await _submit(world, learner)
+    await world.submit_reply(learner)
     posted = await world.fake.wait_for_message(
         world.quests, lambda m: m.content.startswith(f"<@{learner.id}> Passed"), 60
     )
@@ -69,15 +48,15 @@ async def test_closed_dms_fall_back_to_the_channel_without_details(world: World)
 
 async def test_one_in_flight_and_hourly_limit(world: World) -> None:
     learner = world.learner()
-    await _submit(world, learner)
-    second = await _submit(world, learner)
+    await world.submit_reply(learner)
+    second = await world.submit_reply(learner)
     assert "still being graded" in second
     await world.fake.wait_for_dm(learner, lambda m: m.content.startswith("Passed"), 60)
-    assert (await _submit(world, learner)).startswith("Queued")
+    assert (await world.submit_reply(learner)).startswith("Queued")
     await world.fake.wait_for_dm(
         learner, lambda m: "#" in m.content and len(world.fake.dms_to(learner)) >= 2, 60
     )
-    third = await _submit(world, learner)
+    third = await world.submit_reply(learner)
     assert "in the last hour (the limit is 2)" in third
 
 
@@ -88,7 +67,7 @@ async def test_the_bot_process_never_loads_torch(world: World) -> None:
 
 async def test_regrade_follows_the_better_verdict_and_pays_once(world: World) -> None:
     learner = world.learner()
-    await _submit(world, learner)
+    await world.submit_reply(learner)
     await world.fake.wait_for_dm(learner, lambda m: m.content.startswith("Passed"), 60)
     with sqlite3.connect(world.database) as db:
         (submission_id,) = db.execute(
@@ -96,13 +75,7 @@ async def test_regrade_follows_the_better_verdict_and_pays_once(world: World) ->
             "WHERE members.user_id = ?",
             (learner.id,),
         ).fetchone()
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.owner,
-        "admin regrade",
-        options={"submission": submission_id},
-    )
+    handle = await world.slash(world.owner, "admin regrade", submission=submission_id)
     assert "queued for grading again" in (await handle.original()).content
     await world.fake.wait_for_dm(
         learner, lambda m: m.content.startswith("Passed") and "+60 XP" not in m.content, 60
@@ -118,8 +91,6 @@ async def test_regrade_follows_the_better_verdict_and_pays_once(world: World) ->
 
 
 async def test_setup_names_missing_channel_permissions(world: World) -> None:
-    handle = await world.fake.invoke_slash(
-        world.guild, world.quests, world.owner, "admin setup", options={"channel": world.closed}
-    )
+    handle = await world.slash(world.owner, "admin setup", channel=world.closed)
     reply = (await handle.original()).content
     assert "I cannot post in" in reply and "Send Messages" in reply

@@ -7,12 +7,9 @@ import sqlite3
 import pytest
 
 from tests.bot.conftest import World
-from tests.support import REPO
+from tests.support import BUILD_TASK, SOLUTIONS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-SOLUTIONS = REPO / "tests" / "graders" / "solutions"
-BUILD = "go-brrrr/matmul-three-ways"
 
 
 def _text(message) -> str:
@@ -46,7 +43,7 @@ async def test_commands_are_registered(world: World) -> None:
 
 
 async def test_today_shows_the_quest_with_readings_and_tasks(world: World) -> None:
-    handle = await world.fake.invoke_slash(world.guild, world.quests, world.learner(), "today")
+    handle = await world.slash(world.learner(), "today")
     assert await handle.acked() < 3
     reply = await handle.original()
     await handle.followup(lambda m: "/submit" in _text(m))  # a long quest takes two messages
@@ -60,19 +57,12 @@ async def test_submit_autocomplete_offers_build_tasks_only(world: World) -> None
     choices = await world.fake.invoke_autocomplete(
         world.guild, world.quests, world.learner(), "submit", focused="task", value="go"
     )
-    assert [c["value"] for c in choices] == [BUILD]
+    assert [c["value"] for c in choices] == [BUILD_TASK]
 
 
 async def test_submit_passes_awards_xp_and_levels_up(world: World) -> None:
     learner = world.learner()
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        learner,
-        "submit",
-        options={"task": BUILD},
-        attachments=[("solution.py", (SOLUTIONS / "correct.py").read_bytes())],
-    )
+    handle = await world.submit(learner)
     assert await handle.acked() < 3
     verdict = await handle.wait_for(lambda m: m.content.startswith("Passed"), timeout=60)
     assert verdict.ephemeral
@@ -82,14 +72,7 @@ async def test_submit_passes_awards_xp_and_levels_up(world: World) -> None:
 
 
 async def test_submit_failing_solution_gets_feedback_and_no_xp(world: World) -> None:
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.learner(),
-        "submit",
-        options={"task": BUILD},
-        attachments=[("solution.py", (SOLUTIONS / "wrong_values.py").read_bytes())],
-    )
+    handle = await world.submit(world.learner(), (SOLUTIONS / "wrong_values.py").read_bytes())
     verdict = await handle.wait_for(lambda m: m.content.startswith("Failed"), timeout=60)
     assert "XP" not in verdict.content.splitlines()[0] or "+" not in verdict.content
     assert "max abs error" in _text(verdict)
@@ -108,15 +91,8 @@ async def test_submit_rejects_bad_files_with_a_reason(
     world: World, filename: str, data: bytes, words: str
 ) -> None:
     learner = world.learner()
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        learner,
-        "submit",
-        options={"task": BUILD},
-        attachments=[(filename, data)],
-    )
-    reply = await handle.wait_for(lambda m: not m.loading, timeout=10)
+    handle = await world.submit(learner, data, filename=filename)
+    reply = await handle.original(timeout=10)
     assert words in reply.content, reply.content
     with sqlite3.connect(world.database) as db:
         queued = db.execute(
@@ -128,23 +104,14 @@ async def test_submit_rejects_bad_files_with_a_reason(
 
 
 async def test_submit_unknown_task_typed_by_hand(world: World) -> None:
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.learner(),
-        "submit",
-        options={"task": "go-brrrr/nope"},
-        attachments=[("s.py", b"x = 1\n")],
-    )
-    reply = await handle.wait_for(lambda m: not m.loading, timeout=10)
+    handle = await world.submit(world.learner(), b"x = 1\n", filename="s.py", task="go-brrrr/nope")
+    reply = await handle.original(timeout=10)
     assert "There is no task `go-brrrr/nope`" in reply.content
 
 
 async def test_answer_quiz_in_a_modal_marks_each_answer(world: World) -> None:
     learner = world.learner()
-    handle = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, "answer", options={"task": "go-brrrr/shape-predictions"}
-    )
+    handle = await world.slash(learner, "answer", task="go-brrrr/shape-predictions")
     modal = await handle.modal()
     ids = [row["components"][0]["custom_id"] for row in modal["components"]]
     submitted = await world.fake.submit_modal(
@@ -159,44 +126,34 @@ async def test_answer_quiz_in_a_modal_marks_each_answer(world: World) -> None:
 
 async def test_done_awards_once(world: World) -> None:
     learner = world.learner()
-    first = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, "done", options={"task": "go-brrrr/zero-to-hero"}
-    )
+    first = await world.slash(learner, "done", task="go-brrrr/zero-to-hero")
     assert "+20 XP" in (await first.original()).content
-    again = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, "done", options={"task": "go-brrrr/zero-to-hero"}
-    )
+    again = await world.slash(learner, "done", task="go-brrrr/zero-to-hero")
     assert "already" in (await again.original()).content
 
 
 async def test_profile_and_leaderboard(world: World) -> None:
     learner = world.learner()
-    done = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, "done", options={"task": "go-brrrr/matrix-drill"}
-    )
+    done = await world.slash(learner, "done", task="go-brrrr/matrix-drill")
     await done.original()
-    profile = await world.fake.invoke_slash(world.guild, world.quests, learner, "profile")
+    profile = await world.slash(learner, "profile")
     card = await profile.wait_for(lambda m: bool(m.attachments), timeout=15)
     assert card.attachments[0].data.startswith(b"\x89PNG")
     assert "level 1" in card.content
-    board = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, "leaderboard", options={"period": "all"}
-    )
+    board = await world.slash(learner, "leaderboard", period="all")
     text = _text(await board.original())
     assert learner.username in text and "you are #" in text
 
 
 async def test_map_readings_and_library(world: World) -> None:
     learner = world.learner()
-    quests = await world.fake.invoke_slash(world.guild, world.quests, learner, "quests")
-    text = _text(await quests.wait_for(lambda m: not m.loading, timeout=10))
+    quests = await world.slash(learner, "quests")
+    text = _text(await quests.original(timeout=10))
     assert "Foundations" in text and "Go Brrrr" in text
-    readings = await world.fake.invoke_slash(world.guild, world.quests, learner, "readings")
+    readings = await world.slash(learner, "readings")
     text = _text(await readings.original())
     assert "horace.io/brrr_intro.html" in text and "operator-fusion" in text
-    library = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, "library", options={"query": "pytorch", "kind": "post"}
-    )
+    library = await world.slash(learner, "library", query="pytorch", kind="post")
     reply = await library.original()
     assert reply.ephemeral
     assert "PyTorch internals" in _text(reply) and "Zero to Hero" not in _text(reply)
@@ -204,36 +161,23 @@ async def test_map_readings_and_library(world: World) -> None:
 
 async def test_submissions_lists_only_your_own(world: World) -> None:
     mine, other = world.learner(), world.learner()
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        other,
-        "submit",
-        options={"task": BUILD},
-        attachments=[("solution.py", (SOLUTIONS / "wrong_values.py").read_bytes())],
-    )
+    handle = await world.submit(other, (SOLUTIONS / "wrong_values.py").read_bytes())
     await handle.wait_for(lambda m: m.content.startswith("Failed"), timeout=60)
-    listing = await world.fake.invoke_slash(world.guild, world.quests, mine, "submissions")
-    reply = await listing.wait_for(lambda m: not m.loading, timeout=10)
+    listing = await world.slash(mine, "submissions")
+    reply = await listing.original(timeout=10)
     assert reply.ephemeral and "no submissions yet" in reply.content
-    theirs = await world.fake.invoke_slash(world.guild, world.quests, other, "submissions")
-    reply = await theirs.wait_for(lambda m: not m.loading, timeout=10)
-    assert reply.ephemeral and BUILD in _text(reply) and "failed" in _text(reply)
+    theirs = await world.slash(other, "submissions")
+    reply = await theirs.original(timeout=10)
+    assert reply.ephemeral and BUILD_TASK in _text(reply) and "failed" in _text(reply)
 
 
 async def test_leaderboard_pages(world: World) -> None:
     for amount in range(1, 13):
-        grant = await world.fake.invoke_slash(
-            world.guild,
-            world.quests,
-            world.owner,
-            "admin xp",
-            options={"member": world.learner(), "amount": 1000 + amount, "reason": "seed"},
+        grant = await world.slash(
+            world.owner, "admin xp", member=world.learner(), amount=1000 + amount, reason="seed"
         )
         await grant.original()
-    board = await world.fake.invoke_slash(
-        world.guild, world.quests, world.learner(), "leaderboard", options={"period": "all"}
-    )
+    board = await world.slash(world.learner(), "leaderboard", period="all")
     first = await board.wait_for(lambda m: bool(m.components), timeout=10)
     assert "Page 1/" in first.embeds[0]["footer"]["text"]
     next_id = next(
@@ -250,13 +194,7 @@ async def test_leaderboard_pages(world: World) -> None:
 
 async def test_a_long_quiz_is_asked_in_pages(world: World) -> None:
     learner = world.learner()
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        learner,
-        "answer",
-        options={"task": "go-brrrr/name-the-bottleneck"},
-    )
+    handle = await world.slash(learner, "answer", task="go-brrrr/name-the-bottleneck")
     first = await handle.modal()
     assert len(first["components"]) == 5 and "(1/2)" in first["title"]
     ids = [row["components"][0]["custom_id"] for row in first["components"]]
@@ -272,6 +210,6 @@ async def test_a_long_quiz_is_asked_in_pages(world: World) -> None:
     done = await world.fake.submit_modal(
         click, dict(zip(ids, ["overhead", "compute"], strict=True))
     )
-    verdict = await done.wait_for(lambda m: not m.loading, timeout=10)
+    verdict = await done.original(timeout=10)
     assert verdict.content.startswith(("Passed", "Failed"))
     assert _text(verdict).count("✓") + _text(verdict).count("✗") == 7

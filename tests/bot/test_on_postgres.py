@@ -13,11 +13,8 @@ import pytest_asyncio
 
 from tests.bot.conftest import World, start_world
 from tests.postgres_server import PostgresServer
-from tests.support import REPO
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-SOLUTIONS = REPO / "tests" / "graders" / "solutions"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -33,28 +30,15 @@ async def world(
 
 async def test_submit_grades_and_pays_on_postgresql(world: World) -> None:
     learner = world.learner()
-    handle = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        learner,
-        "submit",
-        options={"task": "go-brrrr/matmul-three-ways"},
-        attachments=[("solution.py", (SOLUTIONS / "correct.py").read_bytes())],
-    )
+    handle = await world.submit(learner)
     assert await handle.acked() < 3
     verdict = await handle.wait_for(lambda m: m.content.startswith("Passed"), timeout=90)
     assert "+60 XP" in verdict.content
-    done = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, "done", options={"task": "go-brrrr/matrix-drill"}
-    )
+    done = await world.slash(learner, "done", task="go-brrrr/matrix-drill")
     assert "+10 XP" in (await done.original()).content
-    again = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, "done", options={"task": "go-brrrr/matrix-drill"}
-    )
+    again = await world.slash(learner, "done", task="go-brrrr/matrix-drill")
     assert "already" in (await again.original()).content
-    board = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, "leaderboard", options={"period": "all"}
-    )
+    board = await world.slash(learner, "leaderboard", period="all")
     reply = await board.original()
     text = reply.content + "".join(e.get("description", "") for e in reply.embeds)
     assert learner.username in text and "70" in text

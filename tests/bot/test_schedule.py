@@ -50,12 +50,8 @@ async def _at(world: World, moment: datetime) -> None:
 
 async def test_posts_once_per_day_at_local_time_with_one_catch_up(world: World) -> None:
     await _at(world, datetime(2026, 11, 30, 7, 30, tzinfo=UTC))  # 08:30 in Berlin
-    setup = await world.fake.invoke_slash(
-        world.guild,
-        world.quests,
-        world.owner,
-        "admin setup",
-        options={"channel": world.quests, "time": "09:00", "timezone": "Europe/Berlin"},
+    setup = await world.slash(
+        world.owner, "admin setup", channel=world.quests, time="09:00", timezone="Europe/Berlin"
     )
     assert "09:00 (Europe/Berlin)" in (await setup.original()).content
     await asyncio.sleep(SETTLE_S)
@@ -97,10 +93,8 @@ async def test_spring_forward_in_berlin_moves_the_post_an_hour_earlier_in_utc(
 
 
 async def _done(world: World, learner: User, task: str) -> str:
-    handle = await world.fake.invoke_slash(
-        world.guild, world.quests, learner, "done", options={"task": task}
-    )
-    return (await handle.wait_for(lambda m: not m.loading, timeout=10)).content
+    handle = await world.slash(learner, "done", task=task)
+    return (await handle.original(timeout=10)).content
 
 
 async def test_streak_across_local_midnight_and_a_dst_change(world: World) -> None:
@@ -113,6 +107,6 @@ async def test_streak_across_local_midnight_and_a_dst_change(world: World) -> No
     world.set_time(datetime(2027, 3, 27, 23, 30, tzinfo=UTC))
     second = await _done(world, learner, "go-brrrr/matrix-drill")
     assert "+10 XP" in second and "+5 XP streak bonus (day 2)" in second
-    profile = await world.fake.invoke_slash(world.guild, world.quests, learner, "profile")
+    profile = await world.slash(learner, "profile")
     card = await profile.wait_for(lambda m: bool(m.attachments), timeout=15)
     assert "Streak: 2 days (best 2)" in card.content

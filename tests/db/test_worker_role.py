@@ -10,13 +10,13 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.db.engine import make_engine, make_sessionmaker
-from bot.db.models import Guild, Member, Submission, XpEntry
+from bot.db.models import Member, Submission, XpEntry
 from bot.db.setup import grant_worker_role
 from bot.errors import UserError
 from bot.grading import heartbeat, queue
 from bot.grading.capabilities import Capabilities
 from tests.postgres_server import PostgresServer
-from tests.support import run_cli
+from tests.support import add_member, queue_submission, run_cli
 
 PASSWORD = "correct horse battery staple"
 
@@ -38,22 +38,8 @@ async def worker_engine(postgres_server: PostgresServer, owner_url: str) -> Asyn
 async def _queue_one(owner_url: str) -> None:
     engine = make_engine(owner_url)
     async with make_sessionmaker(engine)() as session, session.begin():
-        session.add(Guild(id=1))
-        session.add(Member(id=1, guild_id=1, user_id=10))
-        await session.flush()
-        submission = Submission(
-            guild_id=1,
-            member_id=1,
-            task_ref="go-brrrr/matmul-three-ways",
-            filename="s.py",
-            file_kind="py",
-            content=b"pass\n",
-            size_bytes=5,
-            sha256="0" * 64,
-        )
-        session.add(submission)
-        await session.flush()
-        await queue.enqueue(session, submission.id)
+        await add_member(session)
+        await queue_submission(session)
     await engine.dispose()
 
 

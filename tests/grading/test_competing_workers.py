@@ -8,11 +8,9 @@ through LISTEN/NOTIFY.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,13 +20,12 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.db.engine import make_sessionmaker
-from bot.db.models import GradingJob, Guild, Member, Submission, WorkerHeartbeat
+from bot.db.models import GradingJob, Submission, WorkerHeartbeat
 from bot.db.setup import grant_worker_role
-from bot.grading import queue
 from tests.postgres_server import PostgresServer
-from tests.support import REPO, SEED_QUESTS
+from tests.support import SOLUTIONS, add_member, queue_submission, start_worker
 
-SOLUTION = REPO / "tests" / "graders" / "solutions" / "correct.py"
+SOLUTION = SOLUTIONS / "correct.py"
 JOBS = 16
 GRADED = re.compile(r"job (\d+) go-brrrr/matmul-three-ways passed")
 
@@ -40,23 +37,6 @@ async def _worker_url(request: pytest.FixtureRequest, database_url: str) -> str:
     password = "worker-password-for-tests"
     await grant_worker_role(database_url, "brrrbot_worker", password)
     return server.url(database_url.rsplit("/", 1)[1], "brrrbot_worker", password)
-
-
-def _start(url: str, cwd: Path) -> subprocess.Popen[str]:
-    env = {
-        "PATH": os.environ["PATH"],
-        "PYTHONPATH": str(REPO),
-        "DATABASE_URL": url,
-        "QUESTS_DIR": str(SEED_QUESTS),
-        "WORKER_DEVICE": "cpu",
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "bot", "worker", "--count", "1"],
-        cwd=cwd,
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 async def _wait_for(
@@ -78,30 +58,15 @@ async def test_two_workers_grade_every_job_exactly_once(
     request: pytest.FixtureRequest, database_url: str, engine: AsyncEngine, tmp_path: Path
 ) -> None:
     url = await _worker_url(request, database_url)
-    workers = [_start(url, tmp_path) for _ in range(2)]
+    workers = [start_worker(url, tmp_path, WORKER_DEVICE="cpu") for _ in range(2)]
     try:
         beating = select(func.count()).select_from(WorkerHeartbeat)
         await _wait_for(engine, beating, 2, workers)  # both idle and listening
         data = SOLUTION.read_bytes()
         async with make_sessionmaker(engine)() as session, session.begin():
-            session.add(Guild(id=1))
-            for i in range(JOBS):
-                session.add(Member(id=i + 1, guild_id=1, user_id=100 + i))
-            await session.flush()
-            for i in range(JOBS):
-                submission = Submission(
-                    guild_id=1,
-                    member_id=i + 1,
-                    task_ref="go-brrrr/matmul-three-ways",
-                    filename="correct.py",
-                    file_kind="py",
-                    content=data,
-                    size_bytes=len(data),
-                    sha256="0" * 64,
-                )
-                session.add(submission)
-                await session.flush()
-                await queue.enqueue(session, submission.id)
+            for member_id in range(1, JOBS + 1):
+                await add_member(session, member_id)
+                await queue_submission(session, data, filename=SOLUTION.name, member_id=member_id)
         done = select(func.count()).select_from(GradingJob).where(GradingJob.status == "done")
         await _wait_for(engine, done, JOBS, workers)
     finally:

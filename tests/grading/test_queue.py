@@ -11,38 +11,20 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.db.engine import make_sessionmaker
-from bot.db.models import GradingJob, Guild, Member, Submission
+from bot.db.models import GradingJob, Submission
 from bot.db.types import utcnow
 from bot.grading import queue
 from bot.grading.capabilities import Capabilities, Requirements
-from tests.support import REPO
+from tests.support import REPO, add_member, queue_submission
 
 
 async def _submit(
     engine: AsyncEngine, count: int, requirements: Requirements = queue.RUNS_ANYWHERE
 ) -> list[int]:
-    sessions = make_sessionmaker(engine)
-    ids = []
-    async with sessions() as session, session.begin():
-        if await session.get(Guild, 1) is None:
-            session.add(Guild(id=1))
-            session.add(Member(id=1, guild_id=1, user_id=10))
-            await session.flush()
-        for _ in range(count):
-            submission = Submission(
-                guild_id=1,
-                member_id=1,
-                task_ref="go-brrrr/matmul-three-ways",
-                filename="s.py",
-                file_kind="py",
-                content=b"pass\n",
-                size_bytes=5,
-                sha256="0" * 64,
-            )
-            session.add(submission)
-            await session.flush()
-            ids.append((await queue.enqueue(session, submission.id, requirements)).id)
-    return ids
+    async with make_sessionmaker(engine)() as session, session.begin():
+        await add_member(session)
+        jobs = [await queue_submission(session, requirements=requirements) for _ in range(count)]
+    return [job_id for _, job_id in jobs]
 
 
 async def test_claim_complete_and_position(engine: AsyncEngine) -> None:

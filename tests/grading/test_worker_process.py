@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,29 +14,14 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.db.engine import make_sessionmaker
-from bot.db.models import GradingJob, Guild, Member, Submission
-from bot.grading import queue
-from tests.support import REPO, SEED_QUESTS
-
-SOLUTIONS = REPO / "tests" / "graders" / "solutions"
-TASK = "go-brrrr/matmul-three-ways"
+from bot.db.models import GradingJob, Submission
+from tests.support import SOLUTIONS, add_member, queue_submission, start_worker
 
 
 @pytest.fixture
 def worker(database_url: str, engine: AsyncEngine, tmp_path: Path) -> Iterator[subprocess.Popen]:
-    env = {
-        "PATH": os.environ["PATH"],
-        "PYTHONPATH": str(REPO),
-        "DATABASE_URL": database_url,
-        "QUESTS_DIR": str(SEED_QUESTS),
-        "DISCORD_TOKEN": "secret-that-learners-must-never-see",
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bot", "worker", "--count", "1"],
-        cwd=tmp_path,
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
+    process = start_worker(
+        database_url, tmp_path, DISCORD_TOKEN="secret-that-learners-must-never-see"
     )
     yield process
     if process.poll() is None:
@@ -47,30 +30,15 @@ def worker(database_url: str, engine: AsyncEngine, tmp_path: Path) -> Iterator[s
 
 
 @pytest.fixture
-async def member(engine: AsyncEngine) -> AsyncIterator[int]:
+async def member(engine: AsyncEngine) -> int:
     async with make_sessionmaker(engine)() as session, session.begin():
-        session.add(Guild(id=1))
-        session.add(Member(id=1, guild_id=1, user_id=10))
-    yield 1
+        return await add_member(session)
 
 
 async def _queue(engine: AsyncEngine, path: Path) -> int:
-    data = path.read_bytes()
     async with make_sessionmaker(engine)() as session, session.begin():
-        submission = Submission(
-            guild_id=1,
-            member_id=1,
-            task_ref=TASK,
-            filename=path.name,
-            file_kind=path.suffix.lstrip("."),
-            content=data,
-            size_bytes=len(data),
-            sha256="0" * 64,
-        )
-        session.add(submission)
-        await session.flush()
-        await queue.enqueue(session, submission.id)
-        return submission.id
+        submission_id, _ = await queue_submission(session, path.read_bytes(), filename=path.name)
+    return submission_id
 
 
 async def _verdict(engine: AsyncEngine, submission_id: int, timeout: float = 60) -> Submission:
