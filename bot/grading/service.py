@@ -45,7 +45,9 @@ def grade_prepared(
     """Plan, run in the sandbox, judge; the verdict carries the device used."""
     started = time.perf_counter()
     grader = load_grader(task.grader)
-    device = "cuda" if allow_cuda and grader.needs_cuda and cuda_available() else "cpu"
+    # the grader may prefer a GPU; a task may insist on one (and was routed to a GPU worker)
+    wants_gpu = grader.needs_cuda or (task.requires is not None and task.requires.cuda)
+    device = "cuda" if allow_cuda and wants_gpu and cuda_available() else "cpu"
     plan = grader.plan(secrets.randbits(62) if seed is None else seed, device)
     request = SandboxRequest(
         source=prepared.source,
