@@ -67,6 +67,13 @@ FROM base AS worker
 # Toolkit. Installed in its own layer so that code changes do not download it again.
 ARG TORCH_VERSION=2.13.0
 RUN /app/.venv/bin/pip install "torch==${TORCH_VERSION}"
+# torch.compile on CUDA (Triton) builds a small C launcher the first time a kernel runs, so
+# learner jobs that compile (the roofline quest's fused kernel) need a C compiler in the
+# read-only root the jail binds in. (Unpinned: the distribution's current gcc is the point.)
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
 
 COPY pyproject.toml README.md ./
 COPY bot ./bot
