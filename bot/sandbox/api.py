@@ -130,8 +130,12 @@ class SandboxResult:
     calls: tuple[CallResult, ...] = ()
     stdout: str = ""
     stderr: str = ""
-    wall_s: float = 0.0
+    wall_s: float = 0.0  # measured by the zygote, from launch until the job ended or was stopped
     device: str = "cpu"
+    #: CPU time (user + system) of the job process and the children it reaped, reported by
+    #: its init when the job died on its own (a CPU limit, a crash, an exit); 0.0 when the
+    #: zygote stopped the job first (all results in, wall limit, a cap)
+    cpu_s: float = 0.0
 
 
 @dataclass(frozen=True)

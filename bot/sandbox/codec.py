@@ -253,6 +253,7 @@ def encode_result(result: SandboxResult) -> tuple[dict[str, Any], bytes]:
         "stdout": result.stdout,
         "stderr": result.stderr,
         "wall_s": result.wall_s,
+        "cpu_s": result.cpu_s,
         "device": result.device,
         "calls": [call_to_json(call) for call in result.calls],
     }
@@ -290,4 +291,5 @@ def decode_result(header: dict[str, Any], payload: bytes, request: SandboxReques
         stderr=text_of(header, "stderr", text_limit),
         wall_s=seconds_of(header, "wall_s"),
         device=device,
+        cpu_s=seconds_of(header, "cpu_s"),
     )

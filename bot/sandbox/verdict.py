@@ -98,4 +98,5 @@ def decide(
         stderr=obs.stderr.decode("utf-8", "replace"),
         wall_s=obs.wall_s,
         device=device,
+        cpu_s=obs.exit.cpu_s if obs.exit is not None else 0.0,
     )

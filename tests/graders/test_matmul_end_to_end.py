@@ -17,6 +17,7 @@ from tests.graders.support import grade_in_sandbox
 
 TASK = "go-brrrr/matmul-three-ways"
 SOLUTIONS = Path(__file__).parent / "solutions"
+FUNCTIONS = ("matmul_loops", "matmul_dot", "matmul_columns")
 
 
 def grade(zygote: SandboxRunner, name: str) -> Verdict:
@@ -73,7 +74,16 @@ def test_the_sandbox_op_record_backs_up_the_scan(zygote: SandboxRunner) -> None:
 
 
 def test_numpy_cheats_fail_whether_or_not_numpy_is_installed(zygote: SandboxRunner) -> None:
-    verdict = grade(zygote, "cheat_numpy.py")
+    verdict, result = grade_in_sandbox(
+        zygote, MatmulThreeWays(), TASK, SOLUTIONS / "cheat_numpy.py"
+    )
     assert verdict.status == "failed"
     assert verdict.score <= 0.5  # right answers at best, never the method checks
-    assert not any(c.passed for c in verdict.checks if "builds the product" in c.name)
+    if result.status == "load_error":  # no numpy in the job: the import itself failed
+        assert "numpy" in result.message
+        return
+    # numpy ran and got the answers right; each function still fails its method check
+    assert result.status == "ok", result.message
+    checks = {c.name: c.passed for c in verdict.checks}
+    assert [checks[f"{f}: correct results"] for f in FUNCTIONS] == [True] * 3
+    assert [checks[f"{f}: builds the product itself"] for f in FUNCTIONS] == [False] * 3

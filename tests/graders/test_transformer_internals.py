@@ -104,7 +104,8 @@ def test_attention_mistakes_are_named(
     for function, words in expected.items():
         assert f"Likely cause: {words}" in failing(verdict, f"{function}: correct results")
     if "attention" not in expected:  # the plain function is right, so its checks pass
-        assert all(c.passed for c in verdict.checks if c.name.startswith("attention:"))
+        plain = [c for c in verdict.checks if c.name.startswith("attention:")]
+        assert plain and all(c.passed for c in plain), [c.message for c in plain]
 
 
 @pytest.mark.parametrize(

@@ -17,9 +17,11 @@ from bot.sandbox import isolation
 from bot.sandbox.client import PROJECT_ROOT, Zygote
 from tests.sandbox.support import (
     ADD,
+    ERRNO_NAME,
     FAST,
     assert_grades_correctly,
     assert_job_left_nothing,
+    reports,
     request,
 )
 
@@ -42,29 +44,51 @@ def test_bare_mode_report_is_honest(bare: Zygote) -> None:
 
 def test_bare_mode_still_kills_daemons_and_fork_bombs(bare: Zygote, tmp_path: Path) -> None:
     heartbeat = tmp_path / "heartbeat"
-    source = f"""
+    source = (
+        ERRNO_NAME
+        + f"""
 import os, time
+news, tell = os.pipe()
+go, start = os.pipe()
+print("ATTEMPT daemons", flush=True)
 for _ in range(3):
     if os.fork() == 0:
+        os.close(start)
         try:
             os.setsid()
         except OSError:
             pass
+        try:
+            open({str(heartbeat)!r}, "a").write("x")
+            print("heartbeat written", flush=True)
+        except OSError as exc:
+            print("heartbeat denied", errno_name(exc), flush=True)
+        os.write(tell, b"u")
+        os.read(go, 1)  # until the job closes ``start``: all three daemons exist
+        full = False
         while True:
             try:
                 os.fork()
             except OSError:
+                if not full:
+                    full = True
+                    os.write(tell, b"f")
                 time.sleep(0.01)
-            try:
-                open({str(heartbeat)!r}, "a").write("x")
-            except OSError:
-                pass
-time.sleep(0.3)
+os.close(start)
+seen = b""
+while seen.count(b"u") < 3 or b"f" not in seen:
+    seen += os.read(news, 64)
+print("daemons up", seen.count(b"u"), "and the process limit reached", flush=True)
 {ADD}"""
+    )
     result = bare.run(request(source, limits=dataclasses.replace(FAST, processes=24)))
-    assert result.status == "ok"
-    assert_job_left_nothing(bare)
-    assert not heartbeat.exists()  # the job's uid cannot write into a root-owned directory
+    assert result.status == "ok", result
+    assert reports(result.stdout, "ATTEMPT") == ["daemons"]
+    assert reports(result.stdout, "daemons up") == ["3 and the process limit reached"]
+    # no namespaces here: only the job's own uid keeps it out of a root-owned directory
+    assert reports(result.stdout, "heartbeat denied") == ["EACCES"] * 3
+    assert not heartbeat.exists()
+    assert_job_left_nothing(bare)  # the daemons and their fork bombs are all gone
     assert_grades_correctly(bare)
 
 
@@ -83,15 +107,22 @@ def test_unprivileged_worker_gets_user_namespaces_or_an_honest_report() -> None:
         secret = home / "secret"
         secret.write_text("ROOT-ONLY-SECRET")
         secret.chmod(0o600)
+        attempt = f"""
+print("ATTEMPT read", flush=True)
+try:
+    print(open({str(secret)!r}).read())
+except OSError as exc:
+    print("denied", errno_name(exc))
+"""
         script = f"""
 import json, sys
 sys.path.insert(0, {PROJECT_ROOT!r})
 from bot.sandbox.client import Zygote
 from bot.sandbox.isolation import minimum_ok
-from tests.sandbox.support import ADD, request
+from tests.sandbox.support import ADD, ERRNO_NAME, request
 with Zygote(python=sys.executable) as zygote:
     layers = zygote.isolation_report()
-    leak = zygote.run(request("print(open({str(secret)!r}).read())\\n" + ADD))
+    leak = zygote.run(request(ERRNO_NAME + {attempt!r} + ADD))
     good = zygote.run(request(ADD))
     print(json.dumps({{
         "mode": zygote.mode, "minimum": minimum_ok(layers),
@@ -116,6 +147,9 @@ with Zygote(python=sys.executable) as zygote:
         shutil.rmtree(home)
     assert report["good"] == "ok"
     assert "ROOT-ONLY-SECRET" not in report["leak"]
+    # the job tried: EACCES where the file is visible but not its own, ENOENT where hidden
+    assert reports(report["leak"], "ATTEMPT") == ["read"]
+    assert reports(report["leak"], "denied")[0] in ("EACCES", "ENOENT")
     if report["mode"] == "user-namespaces":
         assert report["minimum"]
         assert (

@@ -96,6 +96,12 @@ def test_calls_that_never_ran_are_skipped_and_the_first_says_why() -> None:
     assert [c.error for c in result.calls] == [result.message, ""]
 
 
+def test_the_result_carries_the_cpu_time_the_init_reported() -> None:
+    assert decide(JOB, "cpu", _died(False, signal.SIGKILL, 2.6), _loaded()).cpu_s == 2.6
+    killed_at_the_wall = decide(JOB, "cpu", Observation(timed_out=True, wall_s=10.2), _loaded())
+    assert (killed_at_the_wall.wall_s, killed_at_the_wall.cpu_s) == (10.2, 0.0)
+
+
 def _ready() -> dict[str, Any]:
     writable = ["/tmp", "/dev/shm", "/scratch"]
     return {
