@@ -20,6 +20,8 @@ def now() -> datetime:
     return _source()
 
 
-def set_source(source: Callable[[], datetime]) -> None:
+def set_source(source: Callable[[], datetime]) -> Callable[[], datetime]:
+    """Make ``source`` the clock; returns the one it replaces (to put back)."""
     global _source
-    _source = source
+    previous, _source = _source, source
+    return previous

@@ -20,9 +20,15 @@ STALE_CLAIM = timedelta(minutes=2)
 
 
 async def last_period(session: AsyncSession, guild_id: int, kind: str) -> str | None:
-    """The newest period of ``kind`` already posted or being posted (keys sort in time order)."""
+    """The newest period of ``kind`` already posted (keys sort in time order).
+
+    A pending claim does not count: ``claim`` decides whether it is still being posted
+    or was left by a crash and may be taken over.
+    """
     return await session.scalar(
-        select(func.max(PostLog.period)).where(PostLog.guild_id == guild_id, PostLog.kind == kind)
+        select(func.max(PostLog.period)).where(
+            PostLog.guild_id == guild_id, PostLog.kind == kind, PostLog.status == "posted"
+        )
     )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.db import migrate
 from tests.support import REPO, SEED_QUESTS, run_cli
 
 COMMANDS = [
@@ -147,7 +148,8 @@ def test_run_migrates_then_reports_unreachable_discord(tmp_path: Path) -> None:
     assert result.returncode in (1, 2), result.stderr
     assert "Discord" in result.stderr.strip().splitlines()[-1]
     with sqlite3.connect(tmp_path / "data" / "brrrbot.sqlite3") as connection:
-        assert connection.execute("SELECT version_num FROM alembic_version").fetchone()
+        (revision,) = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+    assert revision == migrate.head_revision()
 
 
 def test_quests_check_seed_is_clean(tmp_path: Path) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from collections.abc import AsyncIterator
+from contextlib import closing
 from datetime import UTC, datetime
 
 import pytest
 import pytest_asyncio
 
 from tests.bot.conftest import World, start_world
+from tests.fakediscord import User
 from tests.support import SEED_QUESTS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -42,11 +44,26 @@ def _heartbeat(world: World, name: str, cuda: bool, memory_mib: int) -> None:
         )
 
 
+def _jobs_of(world: World, user: User) -> list[tuple[str, str, int, int]]:
+    """(submission status, job status, needs CUDA, minimum GPU MiB) of ``user``'s jobs."""
+    with closing(sqlite3.connect(world.database)) as db:
+        return db.execute(
+            "SELECT submissions.status, grading_jobs.status, grading_jobs.needs_cuda, "
+            "grading_jobs.min_gpu_memory_mib FROM grading_jobs "
+            "JOIN submissions ON submissions.id = grading_jobs.submission_id "
+            "JOIN members ON members.id = submissions.member_id WHERE members.user_id = ?",
+            (user.id,),
+        ).fetchall()
+
+
 async def test_no_gpu_worker_is_said_at_once_and_the_job_waits(world: World) -> None:
-    reply = await world.submit_reply(world.learner())
+    learner = world.learner()
+    reply = await world.submit_reply(learner)
     assert reply.startswith("Queued")
     assert "no grader with a CUDA GPU with at least 16 GiB of memory has been seen" in reply
     assert "loses nothing" in reply
+    # it waits in the queue for a worker that can grade it
+    assert _jobs_of(world, learner) == [("queued", "queued", 1, 16 * 1024)]
 
 
 async def test_a_cpu_worker_or_a_small_gpu_does_not_count(world: World) -> None:

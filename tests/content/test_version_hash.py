@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -18,7 +19,7 @@ def quest(text: str = FIRST_QUEST) -> Quest:
 
 def test_hash_is_sha256_hex_and_repeatable() -> None:
     digest = version_hash(quest())
-    assert len(digest) == 64 and int(digest, 16) >= 0
+    assert re.fullmatch(r"[0-9a-f]{64}", digest), digest
     assert version_hash(quest()) == digest
 
 

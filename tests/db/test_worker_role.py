@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -27,8 +31,11 @@ async def owner_url(postgres_server: PostgresServer) -> str:
 
 
 @pytest.fixture
-async def worker_engine(postgres_server: PostgresServer, owner_url: str) -> AsyncEngine:
-    assert await grant_worker_role(owner_url, "brrrbot_worker", PASSWORD) in (True, False)
+async def worker_engine(
+    postgres_server: PostgresServer, owner_url: str
+) -> AsyncIterator[AsyncEngine]:
+    # created by the first test that gets here, updated by the rest: roles are cluster-wide
+    await grant_worker_role(owner_url, "brrrbot_worker", PASSWORD)
     database = owner_url.rsplit("/", 1)[1]
     engine = make_engine(postgres_server.url(database, "brrrbot_worker", PASSWORD))
     yield engine
@@ -83,8 +90,37 @@ async def test_the_role_can_do_nothing_else(
             await connection.execute(statement)
 
 
-async def test_rerunning_updates_the_password(owner_url: str, worker_engine: AsyncEngine) -> None:
-    assert not await grant_worker_role(owner_url, "brrrbot_worker", PASSWORD + "!")
+def _scram_matches(verifier: str, password: str) -> bool:
+    """Whether PostgreSQL's stored SCRAM-SHA-256 verifier was made from ``password``.
+
+    The test server trusts every login, so the stored verifier is where a password shows:
+    ``SCRAM-SHA-256$iterations:salt$StoredKey:ServerKey`` (RFC 5802, RFC 7677).
+    """
+    method, cost, keys = verifier.split("$")
+    assert method == "SCRAM-SHA-256", method
+    iterations, salt = cost.split(":")
+    stored_key = base64.b64decode(keys.split(":")[0])
+    salted = hashlib.pbkdf2_hmac(
+        "sha256", password.encode(), base64.b64decode(salt), int(iterations)
+    )
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    return hashlib.sha256(client_key).digest() == stored_key
+
+
+async def test_rerunning_updates_the_password(
+    postgres_server: PostgresServer, owner_url: str, worker_engine: AsyncEngine
+) -> None:
+    new_password = PASSWORD + "!"
+    assert not await grant_worker_role(owner_url, "brrrbot_worker", new_password)  # it existed
+    admin = await postgres_server.admin()
+    try:
+        verifier = await admin.fetchval(
+            "SELECT rolpassword FROM pg_authid WHERE rolname = 'brrrbot_worker'"
+        )
+    finally:
+        await admin.close()
+    assert _scram_matches(verifier, new_password)
+    assert not _scram_matches(verifier, PASSWORD)
     async with worker_engine.connect() as connection:  # pooled connection: already logged in
         assert await connection.scalar(text("SELECT current_user")) == "brrrbot_worker"
 

@@ -1,8 +1,8 @@
 """Two ``brrrbot worker`` processes compete for one queue; every job is graded once.
 
 On PostgreSQL the workers log in as the least-privilege worker role, as a worker on
-another host would, and claim with ``FOR UPDATE SKIP LOCKED``; new jobs reach them
-through LISTEN/NOTIFY.
+another host would.  That their claims skip each other's locked rows and that a NOTIFY
+wakes them is shown in test_queue.py and test_wakeup.py; here only the outcome counts.
 """
 
 from __future__ import annotations

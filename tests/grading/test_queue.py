@@ -5,16 +5,19 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.db.engine import make_sessionmaker
+from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import GradingJob, Submission
 from bot.db.types import utcnow
 from bot.grading import queue
 from bot.grading.capabilities import Capabilities, Requirements
+from tests.postgres_server import PostgresServer
 from tests.support import REPO, add_member, queue_submission
 
 
@@ -162,3 +165,30 @@ async def test_one_winner_per_job_across_processes(engine: AsyncEngine, database
     async with make_sessionmaker(engine)() as session:
         attempts = (await session.execute(select(GradingJob.attempts))).scalars().all()
     assert set(attempts) == {1}
+
+
+@pytest.fixture
+async def postgres_engine(postgres_server: PostgresServer) -> AsyncIterator[AsyncEngine]:
+    """PostgreSQL only: row locks and SKIP LOCKED have no SQLite counterpart."""
+    engine = make_engine(await postgres_server.create_database())
+    yield engine
+    await engine.dispose()
+
+
+async def test_a_claim_skips_a_job_another_claimer_holds(postgres_engine: AsyncEngine) -> None:
+    """With the oldest job row locked by another transaction, a claim takes the next one."""
+    first, second = await _submit(postgres_engine, 2)
+    sessions = make_sessionmaker(postgres_engine)
+    async with postgres_engine.connect() as other, other.begin():
+        locked = select(GradingJob.id).where(GradingJob.id == first).with_for_update()
+        assert await other.scalar(locked) == first
+        try:
+            async with asyncio.timeout(10):
+                job = await queue.claim(sessions, "w2")
+        except TimeoutError:
+            raise AssertionError(
+                "the claim waited for the locked job instead of skipping it"
+            ) from None
+        assert job is not None and job.job_id == second
+    again = await queue.claim(sessions, "w3")  # the lock is gone: the first job is claimable
+    assert again is not None and again.job_id == first

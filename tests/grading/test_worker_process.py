@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import signal
 import subprocess
 import time
@@ -17,12 +19,46 @@ from bot.db.engine import make_sessionmaker
 from bot.db.models import GradingJob, Submission
 from tests.support import SOLUTIONS, add_member, queue_submission, start_worker
 
+TOKEN = "secret-that-learners-must-never-see"  # the worker's DISCORD_TOKEN
+
+# A learner's file that hunts for the worker's token everywhere a process can look, then
+# reports through its exception (the verdict keeps no stdout): how many places it tried
+# and any DISCORD_TOKEN value it found, so a leak would land in the verdict.
+TOKEN_HUNT = b"""
+import glob
+import os
+
+tried, leaked = [], []
+
+
+def look(where, read):
+    tried.append(where)
+    try:
+        text = read()
+    except Exception:
+        return
+    for entry in text.split("\\0"):
+        if entry.startswith("DISCORD_TOKEN="):
+            leaked.append(where + "=" + entry.partition("=")[2])
+
+
+def environ_file(path):
+    with open(path, "rb") as file:
+        return file.read().decode("latin-1")
+
+
+look("os.environ", lambda: "DISCORD_TOKEN=" + os.environ["DISCORD_TOKEN"])
+named = ["/proc/self/environ", f"/proc/{os.getppid()}/environ", "/proc/1/environ"]
+for path in named + sorted(glob.glob("/proc/[0-9]*/environ")):
+    look(path, lambda path=path: environ_file(path))
+raise RuntimeError(f"TOKEN-HUNT tried {len(tried)} sources; leaked: {leaked or 'nothing'}")
+"""
+HUNT_REPORT = re.compile(r"TOKEN-HUNT tried (\d+) sources; leaked: (.*?)\. ")
+
 
 @pytest.fixture
 def worker(database_url: str, engine: AsyncEngine, tmp_path: Path) -> Iterator[subprocess.Popen]:
-    process = start_worker(
-        database_url, tmp_path, DISCORD_TOKEN="secret-that-learners-must-never-see"
-    )
+    process = start_worker(database_url, tmp_path, DISCORD_TOKEN=TOKEN)
     yield process
     if process.poll() is None:
         process.kill()
@@ -36,8 +72,12 @@ async def member(engine: AsyncEngine) -> int:
 
 
 async def _queue(engine: AsyncEngine, path: Path) -> int:
+    return await _queue_bytes(engine, path.read_bytes(), path.name)
+
+
+async def _queue_bytes(engine: AsyncEngine, data: bytes, filename: str) -> int:
     async with make_sessionmaker(engine)() as session, session.begin():
-        submission_id, _ = await queue_submission(session, path.read_bytes(), filename=path.name)
+        submission_id, _ = await queue_submission(session, data, filename=filename)
     return submission_id
 
 
@@ -81,4 +121,29 @@ async def test_worker_grades_queued_submissions(
 
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 0
-    assert "secret-that-learners-must-never-see" not in worker.stderr.read()
+    assert TOKEN not in worker.stderr.read()
+
+
+async def test_a_submission_cannot_read_the_workers_discord_token(
+    engine: AsyncEngine, member: int, worker: subprocess.Popen
+) -> None:
+    submission_id = await _queue_bytes(engine, TOKEN_HUNT, "hunt.py")
+    try:
+        submission = await _verdict(engine, submission_id)
+    except AssertionError:
+        worker.terminate()
+        raise AssertionError(worker.communicate(timeout=30)[1][-3000:]) from None
+    report = HUNT_REPORT.search(submission.verdict["feedback"])
+    assert report, f"the hunt did not run to its report: {submission.verdict}"
+    assert int(report[1]) >= 4, report[0]  # os.environ and the three named /proc files
+    assert report[2] == "nothing", report[0]
+    async with make_sessionmaker(engine)() as session:
+        stored = [
+            *(await session.execute(select(Submission.verdict, Submission.status))).all(),
+            *(await session.execute(select(GradingJob.result, GradingJob.error))).all(),
+        ]
+    assert "TOKEN-HUNT" in json.dumps([tuple(row) for row in stored])
+    assert TOKEN not in json.dumps([tuple(row) for row in stored])
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+    assert TOKEN not in worker.stderr.read()

@@ -15,6 +15,7 @@ import os
 import sqlite3
 import subprocess
 from collections.abc import AsyncIterator, Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +84,23 @@ def _submissions_of(world: World, user: User) -> int:
         ).fetchone()[0]
 
 
+def _ledger_of(world: World, user: User) -> list[int]:
+    """The XP amounts stored for ``user``, oldest first."""
+    with closing(sqlite3.connect(world.database)) as db:
+        rows = db.execute(
+            "SELECT xp_ledger.amount FROM xp_ledger JOIN members "
+            "ON members.id = xp_ledger.member_id WHERE members.user_id = ? ORDER BY xp_ledger.id",
+            (user.id,),
+        ).fetchall()
+    return [amount for (amount,) in rows]
+
+
 async def _still_answers(world: World) -> None:
     """The bot is alive and writes: a fresh /done pays once."""
-    reply = await _reply(world, world.learner(), "done", options={"task": "go-brrrr/matrix-drill"})
+    learner = world.learner()
+    reply = await _reply(world, learner, "done", options={"task": "go-brrrr/matrix-drill"})
     assert "+10 XP" in reply.content
+    assert _ledger_of(world, learner) == [10]
 
 
 # attachments -----------------------------------------------------------------------------
@@ -298,13 +312,7 @@ async def test_out_of_range_xp_is_refused_by_discord_and_by_the_bot(
     for amount in (10_001, -1_000_000):
         reply = await _reply(world, world.owner, "admin xp", options={**options, "amount": amount})
         assert f"{amount:+,} XP is out of range" in reply.content, reply.content
-    with sqlite3.connect(world.database) as db:
-        rows = db.execute(
-            "SELECT COUNT(*) FROM xp_ledger JOIN members ON members.id = xp_ledger.member_id "
-            "WHERE members.user_id = ?",
-            (learner.id,),
-        ).fetchone()[0]
-    assert rows == 0
+    assert _ledger_of(world, learner) == []
 
 
 # storage ---------------------------------------------------------------------------------
@@ -318,6 +326,7 @@ async def test_a_locked_database_makes_the_bot_wait_then_answer(world: World) ->
         handle = await world.fake.invoke_slash(
             world.guild, world.quests, learner, "done", options={"task": "go-brrrr/zero-to-hero"}
         )
+        await handle.acked()  # deferred: the bot is on to the database work
         with pytest.raises(TimeoutError):  # waiting on the lock, not failing
             await handle.wait_for(lambda m: not m.loading, timeout=1.5)
     finally:
@@ -325,6 +334,7 @@ async def test_a_locked_database_makes_the_bot_wait_then_answer(world: World) ->
         db.close()
     reply = await handle.wait_for(lambda m: not m.loading, timeout=15)
     assert "+20 XP" in reply.content
+    assert _ledger_of(world, learner) == [20]
     await _still_answers(world)
 
 

@@ -54,6 +54,8 @@ async def test_verdicts_survive_bot_crashes(tmp_path: Path) -> None:
         # the pool (and its zygote) notice the bot's death and stop: no orphan holds the DB
         await all_gone(pool_tree | descendants(pool), 60, "the dead bot's worker pool")
         queued = system.query("SELECT COUNT(*) FROM grading_jobs WHERE status = 'queued'")[0][0]
+        unfinished = system.query("SELECT COUNT(*) FROM grading_jobs WHERE status != 'done'")
+        assert unfinished[0][0] >= 1, "the pool graded the whole wave before the kill"
 
         # 2. While the bot is down, a worker grades what was queued.
         worker = system.start_worker()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import time
 from collections.abc import AsyncIterator
+from contextlib import closing
 
 import pytest
 import pytest_asyncio
@@ -17,8 +20,14 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 BUILD = "go-brrrr/matmul-three-ways"
 #: unique enough to find anywhere it leaks
-SECRET = "# secret-marker-7f3a\n"
-SOLUTION = SECRET + (REPO / "tests" / "graders" / "solutions" / "wrong_values.py").read_text()
+SECRET = "secret-marker-7f3a"
+# The last line raises, so the verdict quotes it: the author's verdict carries a line of
+# the code, and the test can see where that verdict goes.
+SOLUTION = (REPO / "tests" / "graders" / "solutions" / "wrong_values.py").read_text() + (
+    f'\nraise RuntimeError("{SECRET}")\n'
+)
+#: what an /admin subcommand writes when it runs; a refused one must leave all of it alone
+ADMIN_STATE = ("guilds", "guild_quests", "quest_schedule", "audit_log", "xp_ledger", "grading_jobs")
 SUBCOMMANDS = [
     "admin setup",
     "admin post-quest",
@@ -62,6 +71,14 @@ def _options(world: World, name: str) -> dict[str, object]:
     }[name]
 
 
+def _admin_state(world: World) -> dict[str, list[tuple[object, ...]]]:
+    with closing(sqlite3.connect(world.database)) as db:
+        return {
+            table: db.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
+            for table in ADMIN_STATE
+        }
+
+
 async def _run(world: World, user: User, name: str) -> str:
     handle = await world.fake.invoke_slash(
         world.guild, world.quests, user, name, options=_options(world, name)
@@ -77,7 +94,9 @@ async def test_each_admin_subcommand_by_member_moderator_and_manager(
 ) -> None:
     member = world.learner()
     world.fake.set_command_permission(world.guild, "admin", member, allow=True)
+    before = _admin_state(world)
     assert REFUSED in await _run(world, member, name)
+    assert _admin_state(world) == before, "a refused /admin command changed the database"
     for allowed in (world.moderator, world.owner):
         answer = await _run(world, allowed, name)
         assert REFUSED not in answer and "went wrong" not in answer, answer
@@ -94,8 +113,29 @@ async def _submit(world: World, learner: User) -> int:
     )
     verdict = await handle.wait_for(lambda m: m.content.startswith("Failed"), timeout=60)
     assert verdict.ephemeral
-    with sqlite3.connect(world.database) as db:
-        return db.execute("SELECT MAX(id) FROM submissions").fetchone()[0]
+    assert SECRET in _text(verdict)  # the author sees the quoted line of their code
+    with closing(sqlite3.connect(world.database)) as db:
+        (submission,) = db.execute(
+            "SELECT submissions.id FROM submissions "
+            "JOIN members ON members.id = submissions.member_id WHERE members.user_id = ?",
+            (learner.id,),
+        ).fetchone()
+    return submission
+
+
+async def _delivered_via(world: World, submission: int, timeout: float = 30) -> str:
+    """How the bot delivered the verdict, once it has recorded that every send is done."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with closing(sqlite3.connect(world.database)) as db:
+            row = db.execute(
+                "SELECT delivered_via FROM submissions WHERE id = ? AND delivered_at IS NOT NULL",
+                (submission,),
+            ).fetchone()
+        if row:
+            return row[0]
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"submission #{submission} not marked delivered within {timeout} s")
 
 
 async def test_no_one_sees_another_members_code_or_verdict(world: World) -> None:
@@ -116,10 +156,11 @@ async def test_no_one_sees_another_members_code_or_verdict(world: World) -> None
     regrade = await handle.wait_for(lambda m: not m.loading, timeout=10)
     assert f"Submission #{submission} is queued" in regrade.content
     dm = await world.fake.wait_for_dm(author, lambda m: m.content.startswith("Failed"), 60)
-    assert dm.content
-    # Nothing public, and nothing sent to anyone else, carries the code.
+    assert SECRET in _text(dm)  # the regraded verdict, code line and all, went to the author
+    assert await _delivered_via(world, submission) == "dm"  # and the delivery is over
+    # Nothing public, and nothing sent to anyone else, carries the code or the verdict.
     public = [_text(m) for m in world.fake.messages_in(world.quests)]
     elsewhere = [_text(m) for m in world.fake.dms_to(other) + world.fake.dms_to(world.moderator)]
-    assert not any("secret-marker-7f3a" in text for text in public + elsewhere)
-    assert "secret-marker-7f3a" not in _text(regrade)
-    assert not any("max abs error" in text for text in public)
+    assert not any(SECRET in text for text in public + elsewhere)
+    assert SECRET not in _text(regrade)
+    assert not any("Traceback" in text for text in public + elsewhere)
