@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.db.models import Guild, Member, Submission
 from bot.grading import queue
 from bot.grading.capabilities import Requirements
+from tests.faked_clock import faked_clock_env
 
 REPO = Path(__file__).resolve().parent.parent
 SEED_QUESTS = REPO / "quests"
@@ -28,6 +29,7 @@ def start_worker(database_url: str, cwd: Path, **env: str) -> subprocess.Popen[s
         "PYTHONPATH": str(REPO),
         "DATABASE_URL": database_url,
         "QUESTS_DIR": str(SEED_QUESTS),
+        **faked_clock_env(),
     }
     return subprocess.Popen(
         [sys.executable, "-m", "bot", "worker", "--count", "1"],
@@ -44,6 +46,7 @@ def run_cli(
     """Run ``python -m bot ARGS`` in ``cwd`` with a clean, explicit environment."""
     base = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG", "TMPDIR"}}
     base["PYTHONPATH"] = str(REPO)
+    base.update(faked_clock_env())
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
         cwd=cwd,

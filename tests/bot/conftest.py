@@ -9,18 +9,23 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
+from tests import timeline
 from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, Role, User
+from tests.fakediscord.bot_events import BotEvents
 from tests.fakediscord.handle import InteractionHandle
 from tests.fakediscord.process import BotProcess
 from tests.support import BUILD_TASK, SEED_QUESTS, SOLUTIONS
 
-START = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)  # a Monday
+#: 00:00 UTC of the Monday at least two days after the real now: a bot whose clock starts in
+#: that week is far ahead of every interaction the fake issues (their tokens look expired)
+MONDAY = timeline.monday_after(timeline.now(), days=2)
+START = MONDAY + timedelta(hours=8)  # the bot's clock when a clock-controlled world starts
 CORRECT = (SOLUTIONS / "correct.py").read_bytes()  # passes BUILD_TASK
 
 
@@ -36,6 +41,7 @@ class World:
     moderator: User  # has the moderator role only (after setup)
     workdir: Path
     clock_file: Path
+    events: BotEvents
     _names: itertools.count
 
     def learner(self, *, dms_open: bool = True) -> User:
@@ -69,6 +75,31 @@ class World:
     def set_time(self, moment: datetime) -> None:
         self.clock_file.write_text(moment.isoformat())
 
+    async def settle(self) -> None:
+        """Until the bot finished a scheduled-post pass that began after this call."""
+        assert self.bot.pid is not None
+        await self.events.next_pass(self.bot.pid)
+
+    async def at(self, moment: datetime) -> None:
+        """Move the bot's clock to ``moment`` and let it act on it (post what is due)."""
+        self.set_time(moment)
+        await self.settle()
+
+    async def restart(self, moment: datetime | None = None) -> None:
+        """Stop the bot, move its clock while it is down, start it, wait for its first pass."""
+        old = self.fake.gateway.session
+        await self.bot.stop()
+        if moment is not None:
+            self.set_time(moment)
+        await self.bot.start()
+        await self.fake.wait_until_connected(timeout=30, replacing=old)
+        await self.settle()
+
+    async def handled(self, handle: InteractionHandle) -> int:
+        """Until the bot finished handling the interaction; how many times it did."""
+        await self.events.until_handled(handle.id)
+        return self.events.handled(handle.id)
+
     @property
     def database(self) -> Path:
         return self.workdir / "data" / "brrrbot.sqlite3"
@@ -90,6 +121,7 @@ async def start_world(
     fake.add_member(guild, moderator, roles=[mods])
     clock_file = tmp_path / "now.txt"
     clock_file.write_text(START.isoformat())
+    events = tmp_path / "bot-events.log"
     env = {
         "DISCORD_TOKEN": fake.token,
         "QUESTS_DIR": str(SEED_QUESTS),
@@ -97,10 +129,13 @@ async def start_world(
         "LOG_LEVEL": "INFO",
         **(extra_env or {}),
     }
-    options = ["--clock-file", str(clock_file), "--schedule-tick", "0.2"] if clock else []
+    options = ["--events", str(events)]
+    if clock:
+        options += ["--clock-file", str(clock_file), "--schedule-tick", "0.2"]
     async with fake:
         args = ["run"] if workers else ["run", "--no-workers"]
         bot = BotProcess(fake.urls, args, env=env, cwd=tmp_path, launcher_options=options)
+        fake.watch(bot)  # a bot that dies fails the waiting test at once, naming why
         async with bot:
             await fake.wait_until_connected(timeout=30)
             try:
@@ -115,6 +150,7 @@ async def start_world(
                     moderator,
                     tmp_path,
                     clock_file,
+                    BotEvents(events),
                     itertools.count(1),
                 )
             finally:

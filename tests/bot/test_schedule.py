@@ -1,21 +1,32 @@
-"""Daily and weekly posts under time control: once per period, catch-up, restarts, DST."""
+"""Daily and weekly posts under time control: once per period, catch-up, restarts, DST.
+
+Every moment is relative to the real now (``conftest.MONDAY`` and the zone's next clock change),
+so the module tests the same things whatever day it runs.
+"""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import date, time, timedelta
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
-from tests.bot.conftest import World, start_world
-from tests.bot.test_learner_commands import _text
+from bot.content import load_content
+from bot.curriculum.guild_map import GuildMap
+from tests.bot.conftest import MONDAY, World, start_world
 from tests.fakediscord import User
+from tests.support import SEED_QUESTS
+from tests.timeline import BERLIN, local, local_day, transition
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-SETTLE_S = 1.5  # a few schedule ticks (0.2 s each under test)
+DAY = timedelta(days=1)
+HOUR = timedelta(hours=1)
+#: the first Sunday clocks go forward in Berlin after this module's first week
+SPRING = transition(BERLIN, MONDAY + 7 * DAY, forward=True)
+SPRING_DAY = local_day(SPRING, BERLIN)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -43,53 +54,71 @@ def _weekly(world: World) -> list[str]:
     ]
 
 
-async def _at(world: World, moment: datetime) -> None:
-    world.set_time(moment)
-    await asyncio.sleep(SETTLE_S)
+def _daily_embed(world: World, day: date) -> dict[str, Any]:
+    """The embed that opens the daily post of ``day``."""
+    heading = f"Quest of the day · {day.isoformat()}"
+    for message in world.fake.messages_in(world.quests):
+        for embed in message.embeds:
+            if embed.get("author", {}).get("name") == heading:
+                return embed
+    raise AssertionError(f"no daily post for {day}")
+
+
+def _quest_title(start: date, day: date) -> str:
+    """The seed map's quest for ``day`` of a schedule that began on ``start``."""
+    content = load_content(SEED_QUESTS)
+    quest = GuildMap(quests=content.quests, phase_titles={}).quest_on(start, day)
+    assert quest is not None
+    return quest.title
 
 
 async def test_posts_once_per_day_at_local_time_with_one_catch_up(world: World) -> None:
-    await _at(world, datetime(2026, 11, 30, 7, 30, tzinfo=UTC))  # 08:30 in Berlin
+    monday = MONDAY.date()
+    await world.at(local(monday, time(8, 30), BERLIN))
     setup = await world.slash(
         world.owner, "admin setup", channel=world.quests, time="09:00", timezone="Europe/Berlin"
     )
     assert "09:00 (Europe/Berlin)" in (await setup.original()).content
-    await asyncio.sleep(SETTLE_S)
+    await world.settle()
     assert _daily(world) == []  # 08:30 local: not yet
 
-    await _at(world, datetime(2026, 11, 30, 8, 0, 30, tzinfo=UTC))  # 09:00:30 CET
-    assert _daily(world) == ["2026-11-30"]
+    await world.at(local(monday, time(9, 0, 30), BERLIN))
+    assert _daily(world) == [monday.isoformat()]
     assert len(_weekly(world)) == 1  # Monday: the weekly post, at the same time
-    await _at(world, datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
-    assert _daily(world) == ["2026-11-30"]
+    await world.at(local(monday, time(13, 0), BERLIN))
+    assert _daily(world) == [monday.isoformat()]
 
-    await _at(world, datetime(2026, 12, 1, 8, 0, 30, tzinfo=UTC))
-    assert _daily(world) == ["2026-11-30", "2026-12-01"]
+    tuesday = monday + DAY
+    await world.at(local(tuesday, time(9, 0, 30), BERLIN))
+    assert _daily(world) == [monday.isoformat(), tuesday.isoformat()]
 
     # Four days of downtime (the clock jumps): one catch-up post, not four.
-    await _at(world, datetime(2026, 12, 5, 9, 30, tzinfo=UTC))
-    assert _daily(world) == ["2026-11-30", "2026-12-01", "2026-12-05"]
+    saturday = monday + 5 * DAY
+    await world.at(local(saturday, time(10, 30), BERLIN))
+    assert _daily(world) == [monday.isoformat(), tuesday.isoformat(), saturday.isoformat()]
     assert len(_weekly(world)) == 1
 
 
 async def test_restart_at_the_post_time_does_not_post_again(world: World) -> None:
     before = _daily(world)
-    await world.bot.stop()
-    await world.bot.start()
-    await world.fake.wait_until_connected(timeout=30)
-    await asyncio.sleep(SETTLE_S + 2)  # on_ready comes ~2 s after the last GUILD_CREATE
+    await world.restart()
     assert _daily(world) == before
 
 
 async def test_spring_forward_in_berlin_moves_the_post_an_hour_earlier_in_utc(
     world: World,
 ) -> None:
-    await _at(world, datetime(2027, 3, 28, 6, 59, 30, tzinfo=UTC))  # 08:59:30 CEST
-    assert "2027-03-28" not in _daily(world)
-    await _at(world, datetime(2027, 3, 28, 7, 0, 30, tzinfo=UTC))  # 09:00:30 CEST
-    assert _daily(world)[-1] == "2027-03-28"
-    assert _daily(world).count("2027-03-28") == 1
-    assert "Go Brrrr" in _text(world.fake.messages_in(world.quests)[-2])  # two messages per quest
+    # 09:00 local comes 23 hours after the day before's: an hour earlier in UTC.
+    nine = time(9, 0)
+    assert local(SPRING_DAY, nine, BERLIN) - local(SPRING_DAY - DAY, nine, BERLIN) == 23 * HOUR
+    await world.at(local(SPRING_DAY, time(8, 59, 30), BERLIN))
+    assert SPRING_DAY.isoformat() not in _daily(world)
+    await world.at(local(SPRING_DAY, time(9, 0, 30), BERLIN))
+    assert _daily(world)[-1] == SPRING_DAY.isoformat()
+    assert _daily(world).count(SPRING_DAY.isoformat()) == 1
+    # The quest the map walk gives that day (counted from the setup day) opens the post.
+    opening = _daily_embed(world, SPRING_DAY)
+    assert opening["title"] == _quest_title(MONDAY.date(), SPRING_DAY)
 
 
 async def _done(world: World, learner: User, task: str) -> str:
@@ -99,12 +128,12 @@ async def _done(world: World, learner: User, task: str) -> str:
 
 async def test_streak_across_local_midnight_and_a_dst_change(world: World) -> None:
     learner = world.learner()
-    # Saturday 2027-03-27 23:30 in Berlin (CET, UTC+1)
-    world.set_time(datetime(2027, 3, 27, 22, 30, tzinfo=UTC))
+    # Saturday 23:30 in Berlin (CET, UTC+1), the night the clocks go forward
+    world.set_time(local(SPRING_DAY - DAY, time(23, 30), BERLIN))
     first = await _done(world, learner, "go-brrrr/zero-to-hero")
     assert "+20 XP" in first and "streak" not in first
     # One hour later it is Sunday 00:30 local, the day clocks go forward: day 2 of the streak.
-    world.set_time(datetime(2027, 3, 27, 23, 30, tzinfo=UTC))
+    world.set_time(local(SPRING_DAY, time(0, 30), BERLIN))
     second = await _done(world, learner, "go-brrrr/matrix-drill")
     assert "+10 XP" in second and "+5 XP streak bonus (day 2)" in second
     profile = await world.slash(learner, "profile")

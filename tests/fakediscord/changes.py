@@ -1,7 +1,9 @@
 """Lets tests wait for "the bot did X" without sleeping and polling.
 
 Every change to the fake's state bumps a generation; waiters re-check their
-condition on each bump until it holds or time runs out.
+condition on each bump until it holds or time runs out.  A guard (e.g. "the bot process
+is still running") is checked with every condition: when it fails, every waiter fails at
+once with its reason instead of running into its timeout.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ T = TypeVar("T")
 class Changes:
     def __init__(self) -> None:
         self._event = asyncio.Event()
+        self._guards: list[Callable[[], str | None]] = []
+
+    def guard(self, reason: Callable[[], str | None]) -> None:
+        """Fail every wait while ``reason()`` returns a reason; call ``bump`` when it may have."""
+        self._guards.append(reason)
 
     def bump(self) -> None:
         self._event.set()
@@ -26,6 +33,9 @@ class Changes:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
+            for guard in self._guards:
+                if (reason := guard()) is not None:
+                    raise AssertionError(f"{reason} (while waiting for {what})")
             found = check()
             if found is not None:
                 return found

@@ -6,7 +6,8 @@ points discord.py at the fake (REST base, gateway, asset CDN) and then calls
 the entry point (default ``bot.cli:main``) with ARGS, e.g. ``-- run --no-workers``.
 ``--clock-file`` puts the bot's clock (``bot.clock``) under the test's control: the
 file holds an ISO datetime the test rewrites to move time; ``--schedule-tick``
-shortens the scheduled-post loop's sleep so a moved clock is noticed quickly.
+shortens the scheduled-post loop's sleep so a moved clock is noticed quickly; ``--events``
+reports finished schedule passes and handled interactions to a file (``bot_events``).
 A plain ``Client`` never asks ``GET /gateway/bot``; it dials ``DEFAULT_GATEWAY``,
 which is why that is patched too. Attachment URLs come from payloads and already
 point at the fake.
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import yarl
 
+from tests.fakediscord import bot_events
 from tests.fakediscord.cdn import ROOT as CDN_ROOT
 
 DEFAULT_ENTRY = "bot.cli:main"
@@ -68,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--entry", default=DEFAULT_ENTRY, help="MODULE:FUNCTION taking argv")
     parser.add_argument("--clock-file", type=Path, help="file holding the bot's current time")
     parser.add_argument("--schedule-tick", type=float, help="seconds between schedule checks")
+    parser.add_argument("--events", type=Path, help="file the bot's finished work is reported to")
     options = parser.parse_args(args[:split])
     for owner, attribute, value in overrides(options.api_base, options.gateway_url):
         setattr(owner, attribute, value)
@@ -79,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bot import clock
 
         clock.RECHECK_S = options.schedule_tick
+    if options.events is not None:
+        bot_events.install(options.events)
     module_name, _, function = options.entry.partition(":")
     entry = getattr(importlib.import_module(module_name), function)
     return int(entry(args[split + 1 :]) or 0)

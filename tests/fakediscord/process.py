@@ -9,11 +9,12 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from tests.faked_clock import faked_clock_env
 from tests.fakediscord.server import Urls
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,16 +40,28 @@ class BotProcess:
         launcher = [sys.executable, "-m", LAUNCHER, urls.api, urls.gateway, *launcher_options]
         self._command = [*launcher, *chosen, "--", *args]
         base = {k: os.environ[k] for k in PASSED_THROUGH if k in os.environ}
+        base.update(faked_clock_env())
         self._env = {**base, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", **(env or {})}
         self._cwd = cwd or REPO
         self._process: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
+        self._exit_watch: asyncio.Task[None] | None = None
+        self._exit_listeners: list[Callable[[], None]] = []
+        self._stopping = False
         self.lines: list[str] = []
 
     @property
     def output(self) -> str:
         """Everything the program printed (stdout and stderr) so far."""
         return "\n".join(self.lines)
+
+    async def wait_for_output(self, text: str, timeout: float = 10.0) -> None:
+        """Until the program has printed ``text`` (its output arrives through a pipe, later)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while text not in self.output:
+            if asyncio.get_running_loop().time() >= deadline:
+                raise AssertionError(f"the program did not print {text!r} within {timeout:g} s")
+            await asyncio.sleep(0.02)
 
     @property
     def pid(self) -> int | None:
@@ -58,7 +71,20 @@ class BotProcess:
     def returncode(self) -> int | None:
         return None if self._process is None else self._process.returncode
 
+    def on_exit(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` whenever the program exits."""
+        self._exit_listeners.append(listener)
+
+    def unexpected_exit(self) -> str | None:
+        """Why the program is gone although nobody stopped it, or None."""
+        process = self._process
+        if self._stopping or process is None or process.returncode is None:
+            return None
+        last = next((line for line in reversed(self.lines) if line.strip()), "(no output)")
+        return f"the bot process exited (code {process.returncode}); its last line: {last}"
+
     async def start(self) -> None:
+        self._stopping = False
         self._process = await asyncio.create_subprocess_exec(
             *self._command,
             stdout=asyncio.subprocess.PIPE,
@@ -67,17 +93,24 @@ class BotProcess:
             cwd=self._cwd,
         )
         self._reader = asyncio.create_task(self._collect(self._process))
+        self._exit_watch = asyncio.create_task(self._watch_exit(self._process))
 
     async def _collect(self, process: asyncio.subprocess.Process) -> None:
         assert process.stdout is not None
         async for line in process.stdout:
             self.lines.append(line.decode(errors="replace").rstrip("\n"))
 
+    async def _watch_exit(self, process: asyncio.subprocess.Process) -> None:
+        await process.wait()
+        for listener in self._exit_listeners:
+            listener()
+
     async def stop(self, grace: float = 10.0) -> int:
         """Ctrl-C (as a user stops it), then a kill if it has not exited within ``grace`` s."""
         process = self._process
         if process is None:
             raise RuntimeError("the process was never started")
+        self._stopping = True
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signal.SIGINT)
@@ -88,7 +121,16 @@ class BotProcess:
                 await process.wait()
         if self._reader is not None:
             await self._reader
+        if self._exit_watch is not None:
+            await self._exit_watch
         return process.returncode if process.returncode is not None else -1
+
+    def kill(self) -> None:
+        """SIGKILL, as the OOM killer would; ``stop`` then collects it."""
+        self._stopping = True
+        if self._process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.kill()
 
     async def __aenter__(self) -> Self:
         await self.start()

@@ -12,7 +12,7 @@ import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from aiohttp import web
 
@@ -38,6 +38,9 @@ from tests.fakediscord.permissions import EVERYONE_DEFAULT
 from tests.fakediscord.ratelimits import DEFAULT_POLICY, RateLimitPolicy, RateLimits
 from tests.fakediscord.routes import add_routes
 from tests.fakediscord.world import World
+
+if TYPE_CHECKING:
+    from tests.fakediscord.process import BotProcess
 
 MAX_UPLOAD = 200 * 1024 * 1024
 
@@ -361,6 +364,11 @@ class FakeDiscord:
         return found
 
     # the gateway
+
+    def watch(self, program: BotProcess) -> None:
+        """Make every wait fail at once, naming it, if ``program`` exits unexpectedly."""
+        program.on_exit(self._ctx.changes.bump)
+        self._ctx.changes.guard(program.unexpected_exit)
 
     async def wait_until_connected(
         self, timeout: float = 5.0, *, replacing: Session | None = None

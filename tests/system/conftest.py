@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.faked_clock import faked_clock_env
 from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, User
 from tests.fakediscord.gateway import Session
 from tests.fakediscord.handle import InteractionHandle
@@ -139,13 +140,14 @@ class System:
     async def start_bot(self, *, local_workers: bool = False) -> BotProcess:
         args = ["run"] if local_workers else ["run", "--no-workers"]
         self.bot = BotProcess(self.fake.urls, args, env=self.env, cwd=self.workdir)
+        self.fake.watch(self.bot)
         await self.bot.start()
         self._session = await self.fake.wait_until_connected(60, replacing=self._session)
         return self.bot
 
     async def kill_bot(self) -> None:
-        assert self.bot is not None and self.bot.pid is not None
-        os.kill(self.bot.pid, signal.SIGKILL)
+        assert self.bot is not None
+        self.bot.kill()
         await self.stop_bot()
 
     async def stop_bot(self) -> None:
@@ -164,6 +166,7 @@ class System:
             "DATABASE_URL": f"sqlite+aiosqlite:///{self.database}",
             "QUESTS_DIR": str(SEED_QUESTS),
             "LEASE_SECONDS": str(LEASE_SECONDS),
+            **faked_clock_env(),
         }
         with log.open("wb") as out:
             process = subprocess.Popen(

@@ -1,25 +1,32 @@
 """Scheduled posts under a test-controlled clock: restarts, downtime, DST and zone changes.
 
 One bot for the module; the clock only moves forward, so each test continues the
-timeline of the one before (the post log's newest period decides what is due).
+timeline of the one before (the post log's newest period decides what is due).  Every
+moment is relative to the real now: the Monday after next, then the next clock changes
+in Berlin and New York after it.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, time, timedelta
 
 import pytest
 import pytest_asyncio
 
-from tests.bot.conftest import World, start_world
+from tests.bot.conftest import MONDAY, World, start_world
 from tests.bot.test_schedule import _daily, _weekly
+from tests.timeline import BERLIN, NEW_YORK, TOKYO, local, local_day, transition
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-SETTLE_S = 1.2  # six schedule ticks (0.2 s under test)
-READY_S = 3.5  # on_ready comes ~2 s after the last GUILD_CREATE, then a tick
+DAY = timedelta(days=1)
+#: the next Sunday Berlin springs forward (02:00 CET -> 03:00 CEST) after the first two weeks
+SPRING = transition(BERLIN, MONDAY + 14 * DAY, forward=True)
+SPRING_DAY = local_day(SPRING, BERLIN)
+#: the next Sunday New York falls back (02:00 EDT -> 01:00 EST) after that
+FALL = transition(NEW_YORK, SPRING + 7 * DAY, forward=False)
+FALL_DAY = local_day(FALL, NEW_YORK)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -28,12 +35,7 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
         yield started
 
 
-async def _at(world: World, moment: datetime) -> None:
-    world.set_time(moment)
-    await asyncio.sleep(SETTLE_S)
-
-
-async def _setup(world: World, time: str, timezone: str, weekly_day: str = "Monday") -> None:
+async def _setup(world: World, at: str, timezone: str, weekly_day: str = "Monday") -> None:
     handle = await world.fake.invoke_slash(
         world.guild,
         world.quests,
@@ -41,101 +43,100 @@ async def _setup(world: World, time: str, timezone: str, weekly_day: str = "Mond
         "admin setup",
         options={
             "channel": world.quests,
-            "time": time,
+            "time": at,
             "timezone": timezone,
             "weekly_day": weekly_day,
         },
     )
-    assert f"{time} ({timezone})" in (await handle.original()).content
-    await asyncio.sleep(SETTLE_S)
-
-
-async def _restart_at(world: World, moment: datetime) -> None:
-    """Stop the bot, move the clock while it is down, start it again."""
-    old = world.fake.gateway.session
-    await world.bot.stop()
-    world.set_time(moment)
-    await world.bot.start()
-    await world.fake.wait_until_connected(timeout=30, replacing=old)
-    await asyncio.sleep(READY_S)
+    assert f"{at} ({timezone})" in (await handle.original()).content
+    await world.settle()
 
 
 async def test_a_restart_across_the_post_time_posts_daily_and_weekly_once(world: World) -> None:
-    await _at(world, datetime(2026, 11, 30, 7, 0, tzinfo=UTC))  # Monday, 07:00 UTC
+    monday = MONDAY.date()
+    await world.at(local(monday, time(7, 0), UTC))
     await _setup(world, "09:00", "UTC")
     assert _daily(world) == [] and _weekly(world) == []
     # Down at 08:59:50, back at 09:00:20: the post time passed while it was stopped.
-    world.set_time(datetime(2026, 11, 30, 8, 59, 50, tzinfo=UTC))
-    await _restart_at(world, datetime(2026, 11, 30, 9, 0, 20, tzinfo=UTC))
-    assert _daily(world) == ["2026-11-30"]
+    world.set_time(local(monday, time(8, 59, 50), UTC))
+    await world.restart(local(monday, time(9, 0, 20), UTC))
+    assert _daily(world) == [monday.isoformat()]
     assert len(_weekly(world)) == 1
     # A second restart in the same minute posts nothing more.
-    await _restart_at(world, datetime(2026, 11, 30, 9, 0, 40, tzinfo=UTC))
-    assert _daily(world) == ["2026-11-30"]
+    await world.restart(local(monday, time(9, 0, 40), UTC))
+    assert _daily(world) == [monday.isoformat()]
     assert len(_weekly(world)) == 1
 
 
 async def test_days_of_downtime_give_one_catch_up_post(world: World) -> None:
     # Down from Monday to the Wednesday of the next week: 8 daily posts and one weekly
     # post were missed; one of each comes back.
-    await _restart_at(world, datetime(2026, 12, 9, 10, 0, tzinfo=UTC))
-    assert _daily(world) == ["2026-11-30", "2026-12-09"]
+    monday = MONDAY.date()
+    wednesday = monday + 9 * DAY
+    await world.restart(local(wednesday, time(10, 0), UTC))
+    assert _daily(world) == [monday.isoformat(), wednesday.isoformat()]
     assert len(_weekly(world)) == 2
-    await _at(world, datetime(2026, 12, 9, 18, 0, tzinfo=UTC))
-    assert _daily(world) == ["2026-11-30", "2026-12-09"]
+    await world.at(local(wednesday, time(18, 0), UTC))
+    assert _daily(world) == [monday.isoformat(), wednesday.isoformat()]
 
 
 async def test_berlin_spring_forward_posts_a_skipped_local_time_once(world: World) -> None:
-    # 02:30 does not exist in Berlin on 2027-03-28: the post fires when the gap ends.
+    # 02:30 does not exist in Berlin on the spring-forward day: the post fires when the gap ends.
     # Set up first: the periods due at a moment are those of the settings in force then.
+    saturday, sunday, monday = SPRING_DAY - DAY, SPRING_DAY, SPRING_DAY + DAY
     await _setup(world, "02:30", "Europe/Berlin", "Sunday")
-    await _at(world, datetime(2027, 3, 27, 12, 0, tzinfo=UTC))
-    assert _daily(world)[-1] == "2027-03-27"  # catch-up: 02:30 today has passed
+    await world.at(local(saturday, time(12, 0), UTC))
+    assert _daily(world)[-1] == saturday.isoformat()  # catch-up: 02:30 today has passed
     weekly = len(_weekly(world))
-    await _at(world, datetime(2027, 3, 28, 0, 59, 0, tzinfo=UTC))  # 01:59 CET
-    assert "2027-03-28" not in _daily(world)
-    await _at(world, datetime(2027, 3, 28, 1, 0, 30, tzinfo=UTC))  # 03:00:30 CEST
-    assert _daily(world).count("2027-03-28") == 1
+    await world.at(SPRING - timedelta(minutes=1))  # 01:59 CET
+    assert sunday.isoformat() not in _daily(world)
+    await world.at(SPRING + timedelta(seconds=30))  # 03:00:30 CEST
+    assert _daily(world).count(sunday.isoformat()) == 1
     assert len(_weekly(world)) == weekly + 1  # Sunday: the weekly post too
-    await _at(world, datetime(2027, 3, 28, 2, 0, tzinfo=UTC))
-    await _at(world, datetime(2027, 3, 29, 0, 30, 30, tzinfo=UTC))  # 02:30:30 CEST Monday
-    assert _daily(world)[-2:] == ["2027-03-28", "2027-03-29"]
-    assert _daily(world).count("2027-03-28") == 1
+    await world.at(SPRING + timedelta(hours=1))
+    await world.at(local(monday, time(2, 30, 30), BERLIN))  # 02:30:30 CEST Monday
+    assert _daily(world)[-2:] == [sunday.isoformat(), monday.isoformat()]
+    assert _daily(world).count(sunday.isoformat()) == 1
     assert len(_weekly(world)) == weekly + 1
 
 
 async def test_changing_the_time_zone_neither_repeats_nor_skips_a_day(world: World) -> None:
-    # 2027-03-29 was posted at 02:30 Berlin (00:30 UTC). Move the server to New York 09:00:
-    # at 13:00 UTC it is 09:00 on the 29th in New York, a day that already had its post.
-    await _at(world, datetime(2027, 3, 29, 1, 0, tzinfo=UTC))
+    # Monday was posted at 02:30 Berlin. Move the server to New York 09:00: at 09:00 in
+    # New York it is still that Monday there, a day that already had its post.
+    monday, tuesday, wednesday = SPRING_DAY + DAY, SPRING_DAY + 2 * DAY, SPRING_DAY + 3 * DAY
+    await world.at(local(monday, time(3, 30), BERLIN))
     await _setup(world, "09:00", "America/New_York", "Sunday")
-    await _at(world, datetime(2027, 3, 29, 13, 0, 30, tzinfo=UTC))
-    assert _daily(world).count("2027-03-29") == 1
-    await _at(world, datetime(2027, 3, 30, 13, 0, 30, tzinfo=UTC))  # the next New York day
-    assert _daily(world)[-2:] == ["2027-03-29", "2027-03-30"]
-    # And east again: Tokyo 09:00 on the 31st is 00:00 UTC, earlier than New York's.
-    await _at(world, datetime(2027, 3, 30, 14, 0, tzinfo=UTC))
+    await world.at(local(monday, time(9, 0, 30), NEW_YORK))
+    assert _daily(world).count(monday.isoformat()) == 1
+    await world.at(local(tuesday, time(9, 0, 30), NEW_YORK))  # the next New York day
+    assert _daily(world)[-2:] == [monday.isoformat(), tuesday.isoformat()]
+    # And east again: Tokyo's Wednesday 09:00 comes before New York's Tuesday ends.
+    await world.at(local(tuesday, time(10, 0), NEW_YORK))
     await _setup(world, "09:00", "Asia/Tokyo", "Sunday")
-    assert _daily(world)[-1] == "2027-03-30"
-    await _at(world, datetime(2027, 3, 31, 0, 0, 30, tzinfo=UTC))
-    assert _daily(world)[-3:] == ["2027-03-29", "2027-03-30", "2027-03-31"]
+    assert _daily(world)[-1] == tuesday.isoformat()
+    tokyo_nine = local(wednesday, time(9, 0), TOKYO)
+    assert tokyo_nine < local(wednesday, time(0, 0), NEW_YORK)
+    await world.at(tokyo_nine + timedelta(seconds=30))
+    assert _daily(world)[-3:] == [monday.isoformat(), tuesday.isoformat(), wednesday.isoformat()]
     assert len(set(_daily(world))) == len(_daily(world))
 
 
 async def test_new_york_fall_back_posts_an_ambiguous_local_time_once(world: World) -> None:
-    # 01:30 happens twice in New York on 2027-11-07 (EDT, then EST): one post, the first.
+    # 01:30 happens twice in New York on the fall-back day (EDT, then EST): one post, the first.
+    saturday, sunday, monday = FALL_DAY - DAY, FALL_DAY, FALL_DAY + DAY
     await _setup(world, "01:30", "America/New_York", "Sunday")
-    await _at(world, datetime(2027, 11, 6, 12, 0, tzinfo=UTC))
-    assert _daily(world)[-1] == "2027-11-06"
+    await world.at(local(saturday, time(12, 0), UTC))
+    assert _daily(world)[-1] == saturday.isoformat()
     weekly = len(_weekly(world))
-    await _at(world, datetime(2027, 11, 7, 5, 29, tzinfo=UTC))  # 01:29 EDT
-    assert "2027-11-07" not in _daily(world)
-    await _at(world, datetime(2027, 11, 7, 5, 30, 30, tzinfo=UTC))  # 01:30:30 EDT
-    assert _daily(world).count("2027-11-07") == 1
+    first_half_past_one = FALL - timedelta(minutes=30)  # 01:30 EDT; FALL is 02:00 EDT
+    await world.at(first_half_past_one - timedelta(minutes=1))  # 01:29 EDT
+    assert sunday.isoformat() not in _daily(world)
+    await world.at(first_half_past_one + timedelta(seconds=30))  # 01:30:30 EDT
+    assert _daily(world).count(sunday.isoformat()) == 1
     assert len(_weekly(world)) == weekly + 1
-    await _at(world, datetime(2027, 11, 7, 6, 30, 30, tzinfo=UTC))  # 01:30:30 EST, again
-    await _restart_at(world, datetime(2027, 11, 7, 6, 31, tzinfo=UTC))
-    assert _daily(world).count("2027-11-07") == 1
+    await world.at(FALL + timedelta(minutes=30, seconds=30))  # 01:30:30 EST, again
+    await world.restart(FALL + timedelta(minutes=31))
+    assert _daily(world).count(sunday.isoformat()) == 1
     assert len(_weekly(world)) == weekly + 1
-    await _at(world, datetime(2027, 11, 8, 6, 30, 30, tzinfo=UTC))  # 01:30:30 EST Monday
-    assert _daily(world)[-2:] == ["2027-11-07", "2027-11-08"]
+    await world.at(local(monday, time(1, 30, 30), NEW_YORK))  # 01:30:30 EST Monday
+    assert _daily(world)[-2:] == [sunday.isoformat(), monday.isoformat()]

@@ -8,24 +8,24 @@ second XP grant).
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, time, timedelta
 
 import pytest
 import pytest_asyncio
 
-from tests.bot.conftest import World, start_world
+from tests.bot.conftest import MONDAY, World, start_world
 from tests.bot.test_schedule import _daily, _weekly
 from tests.fakediscord import User
 from tests.fakediscord.handle import InteractionHandle
+from tests.timeline import local
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CALLBACK = "POST /interactions/{interaction_id}/{token}/callback"
 SEND = "POST /channels/{channel_id}/messages"
-SETTLE_S = 1.5  # several schedule ticks (0.2 s under test)
+TUESDAY = MONDAY + timedelta(days=1)
 #: every fault this module injects, for the README's count
 INJECTED: list[str] = []
 
@@ -34,7 +34,7 @@ INJECTED: list[str] = []
 async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
     tmp = tmp_path_factory.mktemp("faults")
     async for started in start_world(tmp, workers=0, clock=True):
-        started.set_time(datetime(2026, 11, 30, 7, 0, tzinfo=UTC))  # before today's 09:00 post
+        started.set_time(local(MONDAY.date(), time(7, 0), UTC))  # before today's 09:00 post
         setup = await started.fake.invoke_slash(
             started.guild,
             started.quests,
@@ -73,7 +73,7 @@ async def _done_once(world: World) -> None:
     )
     reply = await handle.wait_for(lambda m: not m.loading, timeout=15)
     assert "+20 XP" in reply.content
-    await asyncio.sleep(0.3)  # room for a duplicate to show up
+    assert await world.handled(handle) == 1  # the bot is done with it: no retry still to come
     assert _callbacks(world, handle) == 1
     assert _ledger_rows(world, learner) == 1
 
@@ -142,13 +142,13 @@ async def test_scheduled_posts_are_made_once_through_rest_errors_and_a_drop(
     world.fake.inject_fault(500, route=SEND, times=1)
     INJECTED.extend(["429 send", "429 send", "500 send", "drop"])
     await world.fake.drop_gateway()
-    world.set_time(datetime(2026, 11, 30, 9, 0, 30, tzinfo=UTC))
+    world.set_time(local(MONDAY.date(), time(9, 0, 30), UTC))
     posted = await world.fake.wait_for_message(
         world.quests, lambda m: bool(_weekly(world)), timeout=20
     )
     assert posted is not None
-    await asyncio.sleep(SETTLE_S)
-    assert _daily(world) == ["2026-11-30"]
+    await world.settle()  # a whole pass after both posts: anything repeated would be in
+    assert _daily(world) == [MONDAY.date().isoformat()]
     assert len(_weekly(world)) == 1
     assert len(world.fake.calls(SEND, status=429)) >= 2
     assert len(world.fake.calls(SEND, status=500)) == 1
@@ -160,11 +160,11 @@ async def test_the_next_day_posts_once_after_a_lost_session(world: World) -> Non
     INJECTED.append("session-lost")
     world.fake.inject_fault(502, route=SEND, times=1)
     INJECTED.append("502 send")
-    world.set_time(datetime(2026, 12, 1, 9, 0, 30, tzinfo=UTC))
+    world.set_time(local(TUESDAY.date(), time(9, 0, 30), UTC))
     await world.fake.wait_until_connected(timeout=30, replacing=old)
     await world.fake.wait_for_message(
-        world.quests, lambda m: "2026-12-01" in str(m.embeds), timeout=20
+        world.quests, lambda m: TUESDAY.date().isoformat() in str(m.embeds), timeout=20
     )
-    await asyncio.sleep(SETTLE_S)
-    assert _daily(world) == ["2026-11-30", "2026-12-01"]
+    await world.settle()
+    assert _daily(world) == [MONDAY.date().isoformat(), TUESDAY.date().isoformat()]
     assert len(_weekly(world)) == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.fakediscord import BotProcess
@@ -27,3 +29,32 @@ async def test_a_bot_in_a_child_process_answers_through_the_fake(scene: Scene) -
     assert process.returncode == 130, process.output
     # Login went to the fake's REST API, not to discord.com.
     assert len(scene.fake.calls("GET /users/@me", status=200)) == 1
+
+
+async def test_a_watched_program_that_dies_fails_the_wait_at_once_naming_why(
+    scene: Scene,
+) -> None:
+    # A bot that crashes at start (here: a bad entry point) must not cost a test its timeout.
+    process = BotProcess(scene.fake.urls, [], entry="tests.fakediscord.tests.sample_bot:nowhere")
+    scene.fake.watch(process)
+    async with process:
+        started = time.monotonic()
+        with pytest.raises(AssertionError) as failure:
+            await scene.fake.wait_until_connected(timeout=60)
+        waited = time.monotonic() - started
+        message = str(failure.value)
+    assert "the bot process exited (code 1)" in message
+    assert "AttributeError" in message and "nowhere" in message  # its last line says why
+    assert "a bot to connect to the gateway" in message
+    assert waited < 30  # the import alone takes a few seconds on a loaded machine; not 60
+
+
+async def test_a_program_stopped_on_purpose_does_not_fail_waits(scene: Scene) -> None:
+    args = [scene.fake.token, str(scene.guild.id)]
+    process = BotProcess(scene.fake.urls, args, entry=ENTRY)
+    scene.fake.watch(process)
+    async with process:
+        await scene.fake.wait_until_connected(timeout=20)
+    process.kill()  # after a stop: still nobody's surprise
+    with pytest.raises(TimeoutError):
+        await scene.fake.wait_for_message(scene.general, timeout=0.1)
