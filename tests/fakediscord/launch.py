@@ -16,7 +16,9 @@ point at the fake.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -26,6 +28,7 @@ import yarl
 
 from tests.fakediscord import bot_events
 from tests.fakediscord.cdn import ROOT as CDN_ROOT
+from tests.fakediscord.process import STACKS_SIGNAL
 
 DEFAULT_ENTRY = "bot.cli:main"
 
@@ -72,6 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--schedule-tick", type=float, help="seconds between schedule checks")
     parser.add_argument("--events", type=Path, help="file the bot's finished work is reported to")
     options = parser.parse_args(args[:split])
+    # Ctrl-C stops the program as in a terminal, even where the suite itself was started in
+    # the background by a shell (which makes its children ignore SIGINT); and a program that
+    # does not stop when asked can be made to show where it is stuck.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    faulthandler.register(STACKS_SIGNAL, all_threads=True)
     for owner, attribute, value in overrides(options.api_base, options.gateway_url):
         setattr(owner, attribute, value)
     if options.clock_file is not None:

@@ -21,6 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = "tests.fakediscord.launch"
 #: inherited from the test's environment; everything else is explicit
 PASSED_THROUGH = ("PATH", "HOME", "LANG", "TMPDIR")
+#: makes the program print every thread's Python stack (the launcher registers it)
+STACKS_SIGNAL = signal.SIGUSR1
 
 
 class BotProcess:
@@ -48,6 +50,7 @@ class BotProcess:
         self._exit_watch: asyncio.Task[None] | None = None
         self._exit_listeners: list[Callable[[], None]] = []
         self._stopping = False
+        self._stacks_shown = asyncio.Event()
         self.lines: list[str] = []
 
     @property
@@ -99,6 +102,8 @@ class BotProcess:
         assert process.stdout is not None
         async for line in process.stdout:
             self.lines.append(line.decode(errors="replace").rstrip("\n"))
+            if self.lines[-1].startswith(("Thread 0x", "Current thread 0x")):
+                self._stacks_shown.set()
 
     async def _watch_exit(self, process: asyncio.subprocess.Process) -> None:
         await process.wait()
@@ -117,6 +122,7 @@ class BotProcess:
             try:
                 await asyncio.wait_for(process.wait(), grace)
             except TimeoutError:
+                await self._show_stacks(grace)
                 process.kill()
                 await process.wait()
         if self._reader is not None:
@@ -124,6 +130,16 @@ class BotProcess:
         if self._exit_watch is not None:
             await self._exit_watch
         return process.returncode if process.returncode is not None else -1
+
+    async def _show_stacks(self, grace: float) -> None:
+        """Before killing a program that ignored Ctrl-C, have it print where it is stuck."""
+        self.lines.append(f"--- still running {grace:g} s after Ctrl-C; its stacks: ---")
+        self._stacks_shown.clear()
+        with contextlib.suppress(ProcessLookupError):
+            assert self._process is not None
+            self._process.send_signal(STACKS_SIGNAL)
+        with contextlib.suppress(TimeoutError):  # the dump comes through the pipe
+            await asyncio.wait_for(self._stacks_shown.wait(), 2)
 
     def kill(self) -> None:
         """SIGKILL, as the OOM killer would; ``stop`` then collects it."""

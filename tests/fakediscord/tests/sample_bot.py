@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import signal
+import time
 from collections.abc import Sequence
 
 import discord
@@ -203,4 +205,12 @@ def main(argv: Sequence[str]) -> int:
         asyncio.run(run())
     except KeyboardInterrupt:
         return 130
+    return 0
+
+
+def stubborn(argv: Sequence[str]) -> int:
+    """A program that ignores Ctrl-C: what ``BotProcess.stop`` must still end, and explain."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print("ignoring Ctrl-C", flush=True)
+    time.sleep(300)
     return 0
