@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import logging
 import os
 import sys
@@ -136,10 +135,6 @@ def _cmd_quests_check(args: argparse.Namespace, settings: Settings) -> int:
 
     directory: Path = args.dir or settings.quests_dir
     problems = check_content(directory)
-    if not problems and importlib.util.find_spec("torch") is not None:
-        from graders.consistency import interface_problems
-
-        problems = interface_problems(directory)
     for problem in problems:
         print(problem)
     if problems:

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping
 from bot.content.problems import Problem
 from bot.content.schema import BuildTask, Quest, QuizTask
 from bot.content.yaml_source import DataPath, YamlDocument
-from graders import grader_names
+from graders import REGISTRY, grader_names
 
 
 def duplicate_problems(
@@ -38,6 +38,25 @@ def duplicate_problems(
     return problems
 
 
+def _grader_problems(task: BuildTask, index: int, doc: YamlDocument) -> list[Problem]:
+    """The grader must exist and call exactly the functions the task asks learners for: a
+    mismatch would ask for functions it never calls, or grade ones the prompt never named."""
+    info = REGISTRY.get(task.grader)
+    if info is None:
+        hint = _one_of(task.grader, grader_names(), "register the grader in graders/")
+        return [doc.problem(("tasks", index, "grader"), f"unknown grader `{task.grader}`", hint)]
+    if task.function_names() == info.interface:
+        return []
+    return [
+        doc.problem(
+            ("tasks", index, "interface"),
+            f"interface names {', '.join(task.function_names())} but grader "
+            f"`{task.grader}` calls {', '.join(info.interface)}",
+            "list exactly the grader's functions, in its order",
+        )
+    ]
+
+
 def quest_problems(
     quest: Quest,
     doc: YamlDocument,
@@ -58,14 +77,8 @@ def quest_problems(
                 (q.id, ("tasks", i, "questions", j, "id")) for j, q in enumerate(task.questions)
             )
             problems += duplicate_problems(doc, "question id", questions)
-        if isinstance(task, BuildTask) and task.grader not in grader_names():
-            problems.append(
-                doc.problem(
-                    ("tasks", i, "grader"),
-                    f"unknown grader `{task.grader}`",
-                    _one_of(task.grader, grader_names(), "register the grader in graders/"),
-                )
-            )
+        if isinstance(task, BuildTask):
+            problems += _grader_problems(task, i, doc)
     readings = [(r.ref, ("readings", i, "ref")) for i, r in enumerate(quest.readings)]
     problems += duplicate_problems(doc, "reading", readings, hint="cite each reading once")
     if library_ids is not None:

@@ -44,9 +44,9 @@ tasks:
     kind: build
     xp: 10
     prompt: Do it.
-    grader: matmul_three_ways
+    grader: stable_softmax
     interface:
-      - matmul_loops(A, B)
+      - softmax(x)
   - id: quiz-it
     title: Quiz it
     kind: quiz

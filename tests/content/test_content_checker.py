@@ -34,13 +34,13 @@ def test_fixture_is_clean(content_dir: ContentDir) -> None:
             "(fix: write a whole number without quotes, e.g. 20)",
         ),
         (
-            "    interface:\n      - matmul_loops(A, B)\n",
+            "    interface:\n      - softmax(x)\n",
             "",
             "quests/first.yaml:9: missing required field `tasks[0].interface` "
             '(fix: a build task lists the functions to define, e.g. interface: ["f(A, B)"])',
         ),
         (
-            "    interface:\n      - matmul_loops(A, B)\n",
+            "    interface:\n      - softmax(x)\n",
             "    interface: []\n",
             "quests/first.yaml:15: `tasks[0].interface` must list at least 1 item "
             '(fix: a build task lists the functions to define, e.g. interface: ["f(A, B)"])',
@@ -98,9 +98,9 @@ def test_fixture_is_clean(content_dir: ContentDir) -> None:
             "(fix: write a YAML list: one `- item` per line, or [a, b])",
         ),
         (
-            "- matmul_loops(A, B)",
-            "- matmul loops",
-            "quests/first.yaml:16: `tasks[0].interface[0]`: `matmul loops` is not a function "
+            "- softmax(x)",
+            "- soft max",
+            "quests/first.yaml:16: `tasks[0].interface[0]`: `soft max` is not a function "
             'signature (fix: write it like "matmul_loops(A, B) -> Tensor")',
         ),
         (
@@ -180,7 +180,7 @@ def test_unknown_reading_suggests_the_close_id(content_dir: ContentDir) -> None:
 
 
 def test_unknown_grader(content_dir: ContentDir) -> None:
-    content_dir.edit("first.yaml", "grader: matmul_three_ways", "grader: no_such_grader")
+    content_dir.edit("first.yaml", "grader: stable_softmax", "grader: no_such_grader")
     assert content_dir.report() == [
         "quests/first.yaml:14: unknown grader `no_such_grader` "
         "(fix: fix the id, or register the grader in graders/)"

@@ -91,8 +91,20 @@ def test_mentions_are_refused(content: Content) -> None:
 
 
 def test_unknown_grader(content: Content) -> None:
-    text = FIRST_QUEST.replace("grader: matmul_three_ways", "grader: matmul_threeways")
+    text = FIRST_QUEST.replace("grader: stable_softmax", "grader: stable_sofmax")
     assert report(text, content) == [
-        "upload.yaml:14: unknown grader `matmul_threeways` "
-        "(fix: did you mean `matmul_three_ways`? otherwise register the grader in graders/)"
+        "upload.yaml:14: unknown grader `stable_sofmax` "
+        "(fix: did you mean `stable_softmax`? otherwise register the grader in graders/)"
+    ]
+
+
+def test_an_interface_the_grader_does_not_call_is_refused_where_it_is_written(
+    content: Content,
+) -> None:
+    # the shipped grader `stable_softmax` calls `softmax`; a learner asked for `soft` could
+    # never pass, so the quest is refused before anyone can submit to it
+    text = FIRST_QUEST.replace("      - softmax(x)\n", "      - soft(x)\n")
+    assert report(text, content) == [
+        "upload.yaml:15: interface names soft but grader `stable_softmax` calls softmax "
+        "(fix: list exactly the grader's functions, in its order)"
     ]
