@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 EXTENSIONS: tuple[str, ...] = (
     "bot.exts.quests",
     "bot.exts.submissions",
+    "bot.exts.delivery",
     "bot.exts.answers",
     "bot.exts.progress",
     "bot.exts.schedule",

@@ -8,8 +8,11 @@ import torch; grader modules import it lazily.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
+
+from pydantic import TypeAdapter, ValidationError
 
 from bot.sandbox.api import Call, Limits, SandboxResult
 
@@ -23,8 +26,18 @@ class Check:
     message: str
 
 
+class BadVerdict(ValueError):
+    """Stored verdict data that is not a verdict; the message says what is wrong."""
+
+
 @dataclass(frozen=True)
 class Verdict:
+    """The one verdict type: a grader returns it, the worker stores ``to_json()``, the bot
+    reads it back with ``from_json`` and delivers it.
+
+    ``error`` means grading failed on our side (never the learner's fault, never XP).
+    """
+
     task: str  # QUEST/TASK
     status: VerdictStatus
     score: float  # 0..1
@@ -34,11 +47,31 @@ class Verdict:
     device: str = "cpu"
     notes: tuple[str, ...] = ()  # e.g. "dropped 2 IPython magic lines"
 
+    @classmethod
+    def internal_error(cls, task: str, message: str) -> Verdict:
+        """Grading failed on our side: no score, no XP, and the member is told it is not
+        their fault."""
+        return cls(task, "error", 0.0, (), message)
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["checks"] = [asdict(c) for c in self.checks]
         data["notes"] = list(self.notes)
         return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
+        """The verdict ``to_json`` wrote; BadVerdict when ``data`` is not one."""
+        try:
+            return _STORED.validate_python(dict(data))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'verdict'}: {e['msg']}" for e in exc.errors()
+            )
+            raise BadVerdict(f"not a stored verdict ({problems})") from None
+
+
+_STORED = TypeAdapter(Verdict)
 
 
 @dataclass

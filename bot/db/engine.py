@@ -93,6 +93,8 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS:d}")
         cursor.execute("PRAGMA foreign_keys = ON")
+        # a REPLACE's implicit delete then fires the ledger's delete guard, as a DELETE does
+        cursor.execute("PRAGMA recursive_triggers = ON")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.close()

@@ -145,6 +145,12 @@ class Submission(CreatedAt, Base):
     award: Mapped[dict[str, Any] | None]
     delivered_at: Mapped[datetime | None]
     delivered_via: Mapped[str | None] = mapped_column(String(16))  # edit | dm | channel
+    # A delivery that failed is retried with backoff; after the last try it is marked failed
+    # (and shown to moderators) instead of holding back the verdicts behind it.
+    delivery_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    next_delivery_at: Mapped[datetime | None]
+    delivery_error: Mapped[str | None] = mapped_column(Text)
+    delivery_failed_at: Mapped[datetime | None]
 
 
 class GradingJob(CreatedAt, Base):
@@ -175,6 +181,9 @@ class GradingJob(CreatedAt, Base):
     finished_at: Mapped[datetime | None]
     result: Mapped[dict[str, Any] | None]
     error: Mapped[str | None] = mapped_column(Text)
+    #: everything grading needs (``bot.grading.job_spec.JobSpec``); None on jobs queued
+    #: before revision 0005
+    spec: Mapped[dict[str, Any] | None]
 
 
 class WorkerHeartbeat(Base):
@@ -226,6 +235,8 @@ class PostLog(CreatedAt, Base):
     message_id: Mapped[int | None] = mapped_column(BigInteger)
     details: Mapped[dict[str, Any] | None]
     posted_at: Mapped[datetime | None]
+    #: the messages of a multi-part post sent so far, in order, so a retry resumes after them
+    sent_message_ids: Mapped[list[Any] | None]
 
 
 class AuditEntry(CreatedAt, Base):

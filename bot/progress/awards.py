@@ -20,11 +20,13 @@ Rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
+from pydantic import TypeAdapter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.progress.ledger import append, completion_days, task_earned
@@ -45,6 +47,19 @@ class Award(LevelChange):
     streak_bonus: int
     new_total: int
     streak: int  # the current streak after this award, in days
+
+    def to_json(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Award:
+        """The award ``to_json`` stored (pydantic's ValidationError when it is not one)."""
+        return _STORED.validate_python(dict(data))
+
+
+#: what a verdict that pays nothing records (failed, an error, or a task without XP)
+NO_AWARD = Award(old_level=0, new_level=0, xp_added=0, streak_bonus=0, new_total=0, streak=0)
+_STORED = TypeAdapter(Award)
 
 
 def verdict_xp(task_xp: int, status: VerdictStatus, score: float) -> int:
