@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bot.config import Settings, load_settings
+from bot.config import Settings, load_settings, settings_file
 from bot.errors import UserError
 
 Handler = Callable[[argparse.Namespace, Settings], int]
@@ -92,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the applied revision and whether it is the newest.",
     )
     current.set_defaults(handler=_cmd_db_current)
+    verify = db_commands.add_parser(
+        "verify",
+        help="check the database's invariants",
+        description="Check that the schema is at head, every stored XP total equals its "
+        "ledger sum, no task was paid twice and no job waits on the lease of a worker that "
+        "is gone. Exit 0 when consistent, 1 with one line per problem.",
+    )
+    verify.set_defaults(handler=_cmd_db_verify)
     role = db_commands.add_parser(
         "worker-role",
         help="create a least-privilege PostgreSQL role for remote workers",
@@ -113,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        settings = load_settings()
+        settings = load_settings(settings_file())
         logging.basicConfig(
             level=settings.log_level,
             format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
@@ -173,6 +181,19 @@ def _cmd_db_current(args: argparse.Namespace, settings: Settings) -> int:
     from bot.db.setup import describe_revision
 
     print(asyncio.run(describe_revision(settings.database_url)))
+    return 0
+
+
+def _cmd_db_verify(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.db.verify import verify_database
+
+    problems = asyncio.run(verify_database(settings.database_url, settings.lease_seconds))
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) in the database", file=sys.stderr)
+        return 1
+    print("database is consistent")
     return 0
 
 

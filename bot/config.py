@@ -7,6 +7,7 @@ names the variable and says how to fix it; the CLI prints it on one line.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -88,6 +89,17 @@ class Settings(BaseSettings):
         if self.discord_token is None:
             raise ConfigError(f"DISCORD_TOKEN is not set: {FIX_HINTS['DISCORD_TOKEN']}")
         return self.discord_token.get_secret_value()
+
+
+#: names the settings file commands read (default ``.env``; empty: none).  ``brrrbot run``
+#: sets it empty for its local pool, which gets its settings explicitly: a DISCORD_TOKEN kept
+#: in ``.env`` then never reaches a worker.
+ENV_FILE_VARIABLE = "BRRRBOT_ENV_FILE"
+
+
+def settings_file() -> str | None:
+    """The settings file this process reads, per ``BRRRBOT_ENV_FILE``."""
+    return os.environ.get(ENV_FILE_VARIABLE, ".env") or None
 
 
 def load_settings(env_file: str | Path | None = ".env") -> Settings:

@@ -7,6 +7,7 @@ from datetime import date
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.db.dialect import upsert
@@ -82,3 +83,9 @@ async def configure(
         )
     )
     return guild
+
+
+async def with_quest_channel(session: AsyncSession) -> list[Guild]:
+    """The servers that have set up a quest channel: the ones scheduled posts go to."""
+    query = select(Guild).where(Guild.quest_channel_id.is_not(None))
+    return list((await session.execute(query)).scalars().all())

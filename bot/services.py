@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -44,9 +43,3 @@ class Services:
         except KeyError:
             return None
         return task.xp
-
-    def upload_limits(self) -> dict[str, Any]:
-        return {
-            "max_py_bytes": self.settings.max_py_bytes,
-            "max_ipynb_bytes": self.settings.max_notebook_bytes,
-        }

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.content import BuildTask, Content, load_content
 from bot.db.models import Guild, Member, Submission
 from bot.grading import queue
 from bot.grading.capabilities import Requirements
+from bot.grading.job_spec import JobSpec
+from bot.grading.submission_input import validate_submission
 from tests.faked_clock import faked_clock_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,8 +32,7 @@ def start_worker(database_url: str, cwd: Path, **env: str) -> subprocess.Popen[s
     base = {
         "PATH": os.environ["PATH"],
         "PYTHONPATH": str(REPO),
-        "DATABASE_URL": database_url,
-        "QUESTS_DIR": str(SEED_QUESTS),
+        "DATABASE_URL": database_url,  # and no QUESTS_DIR: a worker grades from the job alone
         **faked_clock_env(),
     }
     return subprocess.Popen(
@@ -77,7 +81,8 @@ async def queue_submission(
     task_ref: str = BUILD_TASK,
     requirements: Requirements = queue.RUNS_ANYWHERE,
 ) -> tuple[int, int]:
-    """Store a submission and queue its job as the bot's intake does, without Discord.
+    """Store a submission and queue its job as the bot's intake does, without Discord: the job
+    carries the spec of the shipped task ``task_ref`` (with ``requirements``).
 
     Runs in the caller's transaction, so a batch commits (and notifies workers) at once.
     Returns the submission's id and the job's id.
@@ -94,5 +99,32 @@ async def queue_submission(
     )
     session.add(submission)
     await session.flush()
-    job = await queue.enqueue(session, submission.id, requirements)
+    spec = seed_spec(task_ref, filename, data)
+    job = await queue.enqueue(
+        session, submission.id, dataclasses.replace(spec, requirements=requirements)
+    )
     return submission.id, job.id
+
+
+@cache
+def seed_content() -> Content:
+    return load_content(SEED_QUESTS)
+
+
+def seed_spec(task_ref: str, filename: str, data: bytes) -> JobSpec:
+    """The job spec the bot builds for ``data`` submitted to the shipped task ``task_ref``."""
+    _, task = seed_content().find_task(task_ref)
+    assert isinstance(task, BuildTask), f"{task_ref} is not a build task"
+    return JobSpec.build(task_ref, task, validate_submission(filename, data), filename)
+
+
+def database_problems(cwd: Path, env: dict[str, str] | None = None) -> list[str]:
+    """What ``brrrbot db verify`` finds wrong in the database ``env`` (or ``cwd``'s default)
+    names, run as an operator runs it; empty when it is consistent."""
+    done = run_cli("db", "verify", cwd=cwd, env=env, timeout=120)
+    if done.returncode == 0:
+        return []
+    if done.returncode == 1:
+        return [line for line in done.stdout.splitlines() if line.strip()]
+    output = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    return [f"brrrbot db verify failed (exit {done.returncode}):", *output[-20:]]

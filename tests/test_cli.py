@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from bot.db import migrate
-from tests.support import REPO, SEED_QUESTS, run_cli
+from bot.db.engine import make_engine, make_sessionmaker
+from bot.db.types import utcnow
+from bot.progress.awards import award_verdict
+from tests.support import GUILD_ID, REPO, SEED_QUESTS, add_member, run_cli
 
 COMMANDS = [
     [],
@@ -22,6 +28,7 @@ COMMANDS = [
     ["db"],
     ["db", "upgrade"],
     ["db", "current"],
+    ["db", "verify"],
     ["db", "worker-role"],
 ]
 
@@ -67,6 +74,44 @@ def test_db_upgrade_creates_and_migrates_the_default_sqlite(tmp_path: Path) -> N
     assert revision in result.stdout
     current = run_cli("db", "current", cwd=tmp_path)
     assert current.stdout.strip() == f"{revision} (head)"
+
+
+def test_db_verify_is_clean_then_names_a_corrupted_total(tmp_path: Path) -> None:
+    database = tmp_path / "data" / "brrrbot.sqlite3"
+    assert run_cli("db", "upgrade", cwd=tmp_path).returncode == 0
+    asyncio.run(_pay_a_build(f"sqlite+aiosqlite:///{database}"))
+    clean = run_cli("db", "verify", cwd=tmp_path)
+    assert (clean.returncode, clean.stdout) == (0, "database is consistent\n"), clean.stderr
+    with contextlib.closing(sqlite3.connect(database)) as db, db:
+        db.execute("UPDATE member_xp SET xp = 999 WHERE period_kind = 'all'")
+    result = run_cli("db", "verify", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    named = "totals: member 1 (user 10 in guild 1): all-time total is 999 XP but the ledger sums"
+    assert f"{named} to 60 XP" in result.stdout.splitlines(), result.stdout
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().endswith("problem(s) in the database")
+
+
+async def _pay_a_build(url: str) -> None:
+    """Member 1 passes the build task (60 XP), through the real award code."""
+    engine = make_engine(url)
+    try:
+        async with make_sessionmaker(engine)() as session, session.begin():
+            await add_member(session)
+            await award_verdict(
+                session,
+                guild_id=GUILD_ID,
+                member_id=1,
+                task_ref="go-brrrr/matmul-three-ways",
+                task_xp=60,
+                status="passed",
+                score=1.0,
+                submission_id=None,
+                tz=ZoneInfo("UTC"),
+                now=utcnow(),
+            )
+    finally:
+        await engine.dispose()
 
 
 def test_database_url_from_dotenv(tmp_path: Path) -> None:
@@ -196,3 +241,15 @@ def test_cli_startup_imports_neither_torch_nor_discord() -> None:
         [__import__("sys").executable, "-c", code], capture_output=True, text=True, cwd=REPO
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_an_empty_brrrbot_env_file_reads_no_dotenv(tmp_path: Path) -> None:
+    # The local pool runs in the bot's directory with BRRRBOT_ENV_FILE="": the bot's .env
+    # (and the DISCORD_TOKEN in it) must not be read there.
+    (tmp_path / ".env").write_text("LOG_LEVEL=LOUD\n")
+    read = run_cli("quests", "check", str(SEED_QUESTS), cwd=tmp_path)
+    assert read.returncode == 2 and "LOG_LEVEL" in read.stderr  # .env is read by default
+    ignored = run_cli(
+        "quests", "check", str(SEED_QUESTS), cwd=tmp_path, env={"BRRRBOT_ENV_FILE": ""}
+    )
+    assert ignored.returncode == 0, ignored.stderr

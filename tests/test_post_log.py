@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
+import discord
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -21,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot import clock, post_log
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import Guild, PostLog
-from bot.exts.schedule import PostFailed, Schedule
+from bot.exts.schedule import Part, Schedule
 from bot.progress.periods import Period
 
 GUILD_ID = 111
@@ -42,36 +43,54 @@ class FakeClock:
 class Poster(Schedule):
     """The real scheduler with Discord's send replaced: ``sent`` lists what went out.
 
-    ``fail`` sends fail as a missing channel does (the scheduler releases the claim);
-    with ``crash`` set, a send dies mid-post the way a killed bot does (no release).
+    A daily post has two parts (messages), a weekly one; ``sent`` records each part as
+    (kind, period, part).  ``fail`` sends fail as Discord's HTTP errors do (the scheduler
+    gives the claim up); ``fail_part`` fails only that part; with ``crash`` set, a send dies
+    the way a killed bot does (no release), ``crash_part`` only at that part.
     """
 
     _ids = itertools.count(1000)
 
-    def __init__(self, engine: AsyncEngine, sent: list[tuple[str, str]]) -> None:
+    def __init__(self, engine: AsyncEngine, sent: list[tuple[str, str, int]]) -> None:
         services = SimpleNamespace(
             sessions=make_sessionmaker(engine), reads=make_sessionmaker(engine, read_only=True)
         )
         super().__init__(SimpleNamespace(services=services, get_guild=lambda _id: object()))  # type: ignore[arg-type]
         self.sent = sent
         self.fail = 0
+        self.fail_part: int | None = None
         self.crash = False
+        self.crash_part: int | None = None
 
-    async def post_daily(self, guild: Guild, quest: Any, day: date | None = None) -> Any:
+    def _channel(self, guild: Guild) -> Any:
+        return SimpleNamespace(id=CHANNEL_ID)
+
+    async def daily_parts(self, guild: Guild, quest: Any, day: date | None) -> list[Part]:
         assert day is not None
-        return self._send(DAILY, day.isoformat())
+        return [_part(DAILY, day.isoformat(), number) for number in (1, 2)]
 
-    async def post_weekly(self, guild: Guild, week: Period) -> Any:
-        return self._send(WEEKLY, week.key)
+    async def weekly_parts(self, guild: Guild, week: Period) -> list[Part]:
+        return [_part(WEEKLY, week.key, 1)]
 
-    def _send(self, kind: str, what: str) -> Any:
-        if self.crash:
+    async def send_part(self, channel: Any, part: Part) -> Any:
+        kind, what, number = str(part.embeds[0].title).split()
+        if self.crash or self.crash_part == int(number):
             raise RuntimeError("the bot died mid-post")
-        if self.fail:
-            self.fail -= 1
-            raise PostFailed("no quest channel is configured")
-        self.sent.append((kind, what))
-        return SimpleNamespace(id=next(self._ids), channel=SimpleNamespace(id=CHANNEL_ID))
+        if self.fail or self.fail_part == int(number):
+            self.fail = max(self.fail - 1, 0)
+            raise discord.HTTPException(SimpleNamespace(status=429, reason="Too Many"), "429")
+        self.sent.append((kind, what, int(number)))
+        return SimpleNamespace(id=next(self._ids))
+
+
+def _part(kind: str, what: str, number: int) -> Part:
+    return Part([discord.Embed(title=f"{kind} {what} {number}")])
+
+
+def _posts(sent: list[tuple[str, str, int]]) -> list[tuple[str, str]]:
+    """The posts that went out complete, in the order their first part went."""
+    parts = {DAILY: 2, WEEKLY: 1}
+    return [(kind, what) for kind, what, number in sent if number == parts[kind]]
 
 
 def _week(day: date) -> str:
@@ -116,14 +135,18 @@ async def _log(engine: AsyncEngine) -> list[tuple[str, str, str, int | None]]:
 async def test_ticking_again_posts_nothing_more(
     engine: AsyncEngine, guild: None, now: FakeClock
 ) -> None:
-    sent: list[tuple[str, str]] = []
+    sent: list[tuple[str, str, int]] = []
     poster = Poster(engine, sent)
     today = now.now.date()
     for _ in range(3):
         await poster.tick()
     restarted = Poster(engine, sent)  # a bot restarted within the same period
     await restarted.tick()
-    assert sent == [(DAILY, today.isoformat()), (WEEKLY, _week(today - timedelta(days=7)))]
+    assert sent == [
+        (DAILY, today.isoformat(), 1),
+        (DAILY, today.isoformat(), 2),
+        (WEEKLY, _week(today - timedelta(days=7)), 1),
+    ]
     log = await _log(engine)
     assert [(kind, period, status) for kind, period, status, _ in log] == [
         (DAILY, today.isoformat(), "posted"),
@@ -141,12 +164,12 @@ async def test_two_bots_racing_for_a_period_post_once(
 ) -> None:
     """Both bots read an empty log and claim the same period at once; one of them posts."""
     both_read_the_log = asyncio.Barrier(2)
-    claims: dict[str, list[int | None]] = {DAILY: [], WEEKLY: []}
+    claims: dict[str, list[post_log.Claim | None]] = {DAILY: [], WEEKLY: []}
     real_claim = post_log.claim
 
     async def racing_claim(
         session: Any, guild_id: int, kind: str, period: str, at: datetime
-    ) -> int | None:
+    ) -> post_log.Claim | None:
         # a bot reaching its claim waits for the other, which has read the log by then too
         await both_read_the_log.wait()
         claimed = await real_claim(session, guild_id, kind, period, at)
@@ -154,7 +177,7 @@ async def test_two_bots_racing_for_a_period_post_once(
         return claimed
 
     monkeypatch.setattr(post_log, "claim", racing_claim)
-    sent: list[tuple[str, str]] = []
+    sent: list[tuple[str, str, int]] = []
     try:
         async with asyncio.timeout(30):
             await asyncio.gather(Poster(engine, sent).tick(), Poster(second_engine, sent).tick())
@@ -163,14 +186,14 @@ async def test_two_bots_racing_for_a_period_post_once(
     for kind, results in claims.items():
         assert len(results) == 2, f"both bots should have claimed the {kind}: {results}"
         assert sum(result is not None for result in results) == 1, (kind, results)
-    assert sorted(kind for kind, _ in sent) == [DAILY, WEEKLY]
+    assert sorted(kind for kind, _, _ in sent) == [DAILY, DAILY, WEEKLY]
     assert [status for _, _, status, _ in await _log(engine)] == ["posted", "posted"]
 
 
 async def test_a_failed_post_is_retried_on_the_next_tick(
     engine: AsyncEngine, guild: None, now: FakeClock
 ) -> None:
-    sent: list[tuple[str, str]] = []
+    sent: list[tuple[str, str, int]] = []
     poster = Poster(engine, sent)
     poster.fail = 2  # both of this tick's posts fail and release their claims
     await poster.tick()
@@ -178,13 +201,14 @@ async def test_a_failed_post_is_retried_on_the_next_tick(
     assert await _log(engine) == []
     await poster.tick()
     today = now.now.date()
-    assert sent == [(DAILY, today.isoformat()), (WEEKLY, _week(today - timedelta(days=7)))]
+    assert _posts(sent) == [(DAILY, today.isoformat()), (WEEKLY, _week(today - timedelta(days=7)))]
+    assert len(sent) == 3
 
 
 async def test_a_claim_left_by_a_dead_bot_is_taken_over_once_stale(
     engine: AsyncEngine, guild: None, now: FakeClock
 ) -> None:
-    sent: list[tuple[str, str]] = []
+    sent: list[tuple[str, str, int]] = []
     dying = Poster(engine, sent)
     dying.crash = True
     with pytest.raises(RuntimeError, match="died mid-post"):
@@ -192,15 +216,65 @@ async def test_a_claim_left_by_a_dead_bot_is_taken_over_once_stale(
     assert [(kind, status) for kind, _, status, _ in await _log(engine)] == [(DAILY, "pending")]
     survivor = Poster(engine, sent)
     await survivor.tick()  # the daily claim is fresh: its owner may still be posting
-    assert [kind for kind, _ in sent] == [WEEKLY]
+    assert [kind for kind, _, _ in sent] == [WEEKLY]
     now.now += post_log.STALE_CLAIM + timedelta(seconds=1)
     await survivor.tick()
-    assert [kind for kind, _ in sent] == [WEEKLY, DAILY]
+    assert [(kind, number) for kind, _, number in sent] == [(WEEKLY, 1), (DAILY, 1), (DAILY, 2)]
+    assert {status for _, _, status, _ in await _log(engine)} == {"posted"}
+
+
+async def test_a_part_that_fails_is_retried_alone(
+    engine: AsyncEngine, guild: None, now: FakeClock
+) -> None:
+    """The second message of the daily post keeps failing (429s until discord.py gives up):
+    the next ticks send the second part only, and the first is never repeated."""
+    sent: list[tuple[str, str, int]] = []
+    poster = Poster(engine, sent)
+    poster.fail_part = 2
+    await poster.tick()
+    await poster.tick()  # still failing: the claim keeps its first part
+    today = now.now.date().isoformat()
+    assert [(kind, number) for kind, _, number in sent] == [(DAILY, 1), (WEEKLY, 1)]
+    assert [(kind, status) for kind, _, status, _ in await _log(engine)] == [
+        (DAILY, "partial"),
+        (WEEKLY, "posted"),
+    ]
+    poster.fail_part = None
+    await poster.tick()
+    await poster.tick()
+    assert [(kind, what, number) for kind, what, number in sent if kind == DAILY] == [
+        (DAILY, today, 1),
+        (DAILY, today, 2),
+    ]
+    assert {status for _, _, status, _ in await _log(engine)} == {"posted"}
+    async with make_sessionmaker(engine)() as session:
+        row = (await session.execute(select(PostLog).where(PostLog.kind == DAILY))).scalar_one()
+    assert row.sent_message_ids is not None and len(row.sent_message_ids) == 2
+    assert row.message_id == row.sent_message_ids[0]  # the post is its first message
+
+
+async def test_a_bot_that_dies_mid_post_is_resumed_after_its_sent_parts(
+    engine: AsyncEngine, second_engine: AsyncEngine, guild: None, now: FakeClock
+) -> None:
+    """Killed after the first part: once the claim is stale another bot sends the rest."""
+    sent: list[tuple[str, str, int]] = []
+    dying = Poster(engine, sent)
+    dying.crash_part = 2
+    with pytest.raises(RuntimeError, match="died mid-post"):
+        await dying.tick()
+    assert [(kind, status) for kind, _, status, _ in await _log(engine)] == [(DAILY, "pending")]
+    other = Poster(second_engine, sent)
+    await other.tick()  # fresh: the dying bot may still be posting
+    assert [(kind, number) for kind, _, number in sent] == [(DAILY, 1), (WEEKLY, 1)]
+    now.now += post_log.STALE_CLAIM + timedelta(seconds=1)
+    await other.tick()
+    await other.tick()
+    assert [(kind, number) for kind, _, number in sent] == [(DAILY, 1), (WEEKLY, 1), (DAILY, 2)]
     assert {status for _, _, status, _ in await _log(engine)} == {"posted"}
 
 
 async def test_a_new_period_posts_again(engine: AsyncEngine, guild: None, now: FakeClock) -> None:
-    sent: list[tuple[str, str]] = []
+    sent: list[tuple[str, str, int]] = []
     poster = Poster(engine, sent)
     today = now.now.date()
     await poster.tick()
@@ -208,7 +282,7 @@ async def test_a_new_period_posts_again(engine: AsyncEngine, guild: None, now: F
     await poster.tick()
     now.now += timedelta(days=6)  # next Wednesday: a new day and a new week
     await poster.tick()
-    assert sent == [
+    assert _posts(sent) == [
         (DAILY, today.isoformat()),
         (WEEKLY, _week(today - timedelta(days=7))),
         (DAILY, (today + timedelta(days=1)).isoformat()),

@@ -17,6 +17,9 @@ SQLITE_BUSY_TIMEOUT_MS = 15_000
 READ_ONLY_OPTION = "brrrbot_read_only"
 BEGIN_WRITE = "BEGIN IMMEDIATE"
 BEGIN_READ = "BEGIN DEFERRED"
+#: the SQLite file and the directory we create for it: the owner's only
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
 
 
 def parse_url(url: str) -> URL:
@@ -34,7 +37,14 @@ def sqlite_path(url: URL) -> Path | None:
 
 
 def ensure_data_dir(url: URL) -> None:
-    """Create the SQLite file's directory, failing with one line if we cannot write there."""
+    """Create the SQLite file's directory (0700) and the file itself (0600), failing with one
+    line if we cannot write there.
+
+    The file holds every submission and the moderators' audit log; a grading job in the
+    degraded ``bare`` sandbox could read a world-readable one.  Creating it here, before
+    SQLite opens it, decides its mode; SQLite gives its -wal and -shm files the database
+    file's mode.  An existing directory or file keeps the mode its owner chose.
+    """
     path = sqlite_path(url)
     if path is None:
         return
@@ -46,7 +56,7 @@ def ensure_data_dir(url: URL) -> None:
             "not a directory; choose another path"
         )
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
     except OSError as exc:
         raise DatabaseError(
             f"DATABASE_URL: cannot create the data directory {directory}: {exc.strerror}; "
@@ -58,6 +68,21 @@ def ensure_data_dir(url: URL) -> None:
         raise DatabaseError(
             f"DATABASE_URL: {path} is not writable; fix its permissions or choose another path"
         )
+    _create_private(path)
+
+
+def _create_private(path: Path) -> None:
+    """Create an empty file readable by its owner only, unless it exists (SQLite takes an
+    empty file for an empty database)."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise DatabaseError(
+            f"DATABASE_URL: cannot create {path}: {exc.strerror}; choose a writable location"
+        ) from None
+    os.close(descriptor)
 
 
 def make_engine(url: str, **kwargs: Any) -> AsyncEngine:

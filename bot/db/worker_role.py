@@ -29,7 +29,7 @@ GRANTS: tuple[str, ...] = (
     "GRANT USAGE ON SCHEMA public TO %I",
     "GRANT SELECT, UPDATE ON grading_jobs TO %I",
     "GRANT SELECT, INSERT, UPDATE, DELETE ON worker_heartbeats TO %I",
-    "GRANT SELECT (id, task_ref, filename, content, status) ON submissions TO %I",
+    "GRANT SELECT (id, task_ref, status) ON submissions TO %I",
     "GRANT UPDATE (status, score, verdict, finished_at) ON submissions TO %I",
     "GRANT SELECT ON alembic_version TO %I",
 )

@@ -1,4 +1,5 @@
-"""The /admin group: setup, posts, the server's map, XP grants, regrades, export.
+"""The /admin group: setup, posts, the server's map, XP grants, regrades, export, failed
+deliveries.
 
 Registered with ``default_member_permissions`` = Manage Server, and checked
 again here on every call (discord.py does not, and server admins can override
@@ -17,21 +18,13 @@ from zoneinfo import ZoneInfo, available_timezones
 import discord
 from discord import app_commands
 from discord.ext import commands
-from sqlalchemy import select, update
 
-from bot import clock, guilds
+from bot import audit, clock, guilds
 from bot.app import BrrrBot
-from bot.content import BuildTask, Quest, check_quest_text, version_hash
-from bot.db.dialect import upsert
+from bot.content import Quest, check_quest_text
+from bot.curriculum import map_edits
 from bot.db.models import (
-    AuditEntry,
-    GradingJob,
     Guild,
-    GuildQuest,
-    Member,
-    QuestSchedule,
-    Submission,
-    XpEntry,
 )
 from bot.exts.common import (
     UserFacingError,
@@ -41,13 +34,16 @@ from bot.exts.common import (
     quest_autocomplete,
 )
 from bot.exts.schedule import PostFailed, Schedule, previous_week
-from bot.grading import queue
-from bot.grading.capabilities import Requirements
+from bot.grading.delivery_failures import failed_deliveries
+from bot.grading.intake import IntakeRefused, UploadLimits
+from bot.grading.regrade import regrade as regrade_submission
+from bot.presentation.delivery_failures import failed_deliveries_text
 from bot.presentation.limits import batch_embeds, truncate
 from bot.presentation.quests import quest_embeds
 from bot.presentation.safety import no_pings
 from bot.progress.grants import grant
 from bot.progress.leaderboard import standings
+from bot.progress.ledger import guild_ledger
 from bot.progress.members import ensure_member
 from bot.progress.periods import local_date, week_of
 from bot.progress.schedule import parse_post_time
@@ -95,8 +91,14 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
     async def _audit(
         self, interaction: discord.Interaction, action: str, target: str, **details: object
     ) -> None:
-        async with self.bot.services.sessions() as session, session.begin():
-            session.add(audit(interaction, action, target, details))
+        await audit.record(
+            self.bot.services.sessions,
+            guild_id=guild_id_of(interaction),
+            actor_user_id=interaction.user.id,
+            action=action,
+            target=target,
+            details=details,
+        )
 
     @app_commands.command(name="setup", description="Where and when the daily quest is posted")
     @app_commands.describe(
@@ -248,35 +250,13 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
 
     async def publish(self, interaction: discord.Interaction, quest: Quest) -> None:
         guild_id = guild_id_of(interaction)
-        content = quest.model_dump(mode="json", exclude_defaults=True)
         async with self.bot.services.sessions() as session, session.begin():
-            statement = upsert(session, GuildQuest).values(
+            await map_edits.publish_quest(
+                session,
                 guild_id=guild_id,
-                quest_id=quest.id,
-                origin="added",
-                content=content,
-                version_hash=version_hash(quest),
-                enabled=True,
-                added_by_user_id=interaction.user.id,
-                created_at=clock.now(),
-                updated_at=clock.now(),
-            )
-            await session.execute(
-                statement.on_conflict_do_update(
-                    index_elements=[GuildQuest.guild_id, GuildQuest.quest_id],
-                    set_={
-                        "origin": "added",
-                        "content": statement.excluded.content,
-                        "version_hash": statement.excluded.version_hash,
-                        "enabled": True,
-                        "updated_at": statement.excluded.updated_at,
-                    },
-                )
-            )
-            session.add(
-                audit(
-                    interaction, "quest-add", f"quest:{quest.id}", {"version": version_hash(quest)}
-                )
+                quest=quest,
+                actor_user_id=interaction.user.id,
+                now=clock.now(),
             )
         self.bot.services.forget_map(guild_id)
 
@@ -287,23 +267,13 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
         guild_id = guild_id_of(interaction)
         found = find_quest(await self.bot.services.guild_map(guild_id), quest)
         async with self.bot.services.sessions() as session, session.begin():
-            statement = upsert(session, GuildQuest).values(
+            await map_edits.disable_quest(
+                session,
                 guild_id=guild_id,
-                quest_id=found.id,
-                origin="map",
-                content=found.model_dump(mode="json", exclude_defaults=True),
-                version_hash=version_hash(found),
-                enabled=False,
-                created_at=clock.now(),
-                updated_at=clock.now(),
+                quest=found,
+                actor_user_id=interaction.user.id,
+                now=clock.now(),
             )
-            await session.execute(
-                statement.on_conflict_do_update(
-                    index_elements=[GuildQuest.guild_id, GuildQuest.quest_id],
-                    set_={"enabled": False, "updated_at": statement.excluded.updated_at},
-                )
-            )
-            session.add(audit(interaction, "quest-disable", f"quest:{found.id}", {}))
         self.bot.services.forget_map(guild_id)
         await interaction.response.send_message(
             f"`{found.id}` is no longer on this server's map.", ephemeral=True
@@ -328,21 +298,13 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
                 f"{day.isoformat()} is in the past (today is {today.isoformat()})."
             )
         async with self.bot.services.sessions() as session, session.begin():
-            statement = upsert(session, QuestSchedule).values(
+            await map_edits.schedule_quest(
+                session,
                 guild_id=guild_id,
-                on_date=day,
                 quest_id=found.id,
-                created_by_user_id=interaction.user.id,
-                created_at=clock.now(),
-            )
-            await session.execute(
-                statement.on_conflict_do_update(
-                    index_elements=[QuestSchedule.guild_id, QuestSchedule.on_date],
-                    set_={"quest_id": found.id, "created_by_user_id": interaction.user.id},
-                )
-            )
-            session.add(
-                audit(interaction, "schedule", f"quest:{found.id}", {"date": day.isoformat()})
+                day=day,
+                actor_user_id=interaction.user.id,
+                now=clock.now(),
             )
         self.bot.services.forget_map(guild_id)
         await interaction.response.send_message(
@@ -395,51 +357,22 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
         self, interaction: discord.Interaction, submission: app_commands.Range[int, 1]
     ) -> None:
         guild_id = guild_id_of(interaction)
-        async with self.bot.services.sessions() as session, session.begin():
-            row = await session.get(Submission, submission)
-            if row is None or row.guild_id != guild_id:
-                raise UserFacingError(f"There is no submission #{submission} in this server.")
-            busy = await session.scalar(
-                select(GradingJob.id).where(
-                    GradingJob.submission_id == row.id, GradingJob.status.in_(("queued", "running"))
-                )
+        try:
+            await regrade_submission(
+                self.bot.services.sessions,
+                guild_id=guild_id,
+                submission_id=submission,
+                guild_map=await self.bot.services.guild_map(guild_id),
+                limits=UploadLimits.of(self.bot.services.settings),
+                moderator_user_id=interaction.user.id,
             )
-            if busy is not None:
-                raise UserFacingError(f"Submission #{submission} is already being graded.")
-            await session.execute(
-                update(Submission)
-                .where(Submission.id == row.id)
-                .values(
-                    status="queued",
-                    settled_at=None,
-                    delivered_at=None,
-                    delivered_via=None,
-                    reply_token=None,
-                    reply_expires_at=None,
-                )
-            )
-            await queue.enqueue(session, row.id, self._requirements(row.task_ref))
-            session.add(
-                audit(
-                    interaction,
-                    "regrade",
-                    f"submission:{row.id}",
-                    {"previous": row.status, "previous_score": row.score},
-                )
-            )
+        except IntakeRefused as exc:
+            raise UserFacingError(str(exc)) from None
         await interaction.response.send_message(
             f"Submission #{submission} is queued for grading again; the member gets the new "
             "verdict by DM, and XP follows the better of the two.",
             ephemeral=True,
         )
-
-    def _requirements(self, task_ref: str) -> Requirements:
-        """What grading ``task_ref`` needs; a task no longer in the content runs anywhere."""
-        try:
-            _, task = self.bot.services.content.find_task(task_ref)
-        except KeyError:
-            return queue.RUNS_ANYWHERE
-        return Requirements.of(task) if isinstance(task, BuildTask) else queue.RUNS_ANYWHERE
 
     @app_commands.command(name="export", description="The leaderboard and the XP ledger as CSV")
     async def export(self, interaction: discord.Interaction) -> None:
@@ -447,14 +380,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.services.reads() as session:
             board = await standings(session, guild_id, "all", ALL_TIME_KEY, limit=1_000_000)
-            ledger = (
-                await session.execute(
-                    select(XpEntry, Member.user_id, Member.display_name)
-                    .join(Member, Member.id == XpEntry.member_id)
-                    .where(XpEntry.guild_id == guild_id)
-                    .order_by(XpEntry.id)
-                )
-            ).all()
+            ledger = await guild_ledger(session, guild_id)
         board_csv = _csv(
             ["rank", "user_id", "display_name", "xp"],
             [[e.rank, e.user_id, e.display_name, e.xp] for e in board],
@@ -474,14 +400,14 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
                 [
                     x.id,
                     x.created_at.isoformat(),
-                    user_id,
-                    name,
+                    x.user_id,
+                    x.display_name,
                     x.amount,
                     x.source,
                     x.reason,
                     x.reference,
                 ]
-                for x, user_id, name in ledger
+                for x in ledger
             ],
         )
         await interaction.edit_original_response(
@@ -490,6 +416,16 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Moderator 
                 discord.File(io.BytesIO(board_csv), filename="leaderboard.csv"),
                 discord.File(io.BytesIO(ledger_csv), filename="xp_ledger.csv"),
             ],
+        )
+
+    @app_commands.command(name="deliveries", description="Verdicts the bot gave up delivering")
+    async def deliveries(self, interaction: discord.Interaction) -> None:
+        async with self.bot.services.reads() as session:
+            failed = await failed_deliveries(session, guild_id_of(interaction))
+        await interaction.response.send_message(
+            failed_deliveries_text(failed),
+            ephemeral=True,
+            allowed_mentions=discord.AllowedMentions.none(),
         )
 
 
@@ -524,19 +460,6 @@ class PublishView(discord.ui.View):
         await interaction.response.edit_message(
             content="Cancelled; nothing changed.", embeds=[], view=None
         )
-
-
-def audit(
-    interaction: discord.Interaction, action: str, target: str, details: dict[str, object]
-) -> AuditEntry:
-    """The audit row for a moderator's action in this server."""
-    return AuditEntry(
-        guild_id=guild_id_of(interaction),
-        actor_user_id=interaction.user.id,
-        action=action,
-        target=target,
-        details=details,
-    )
 
 
 def _parse_date(text: str) -> date:

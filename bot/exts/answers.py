@@ -137,13 +137,7 @@ class Answers(commands.Cog):
                 now=clock.now(),
                 source="quiz",
             )
-        content, embed = verdict_text(
-            verdict.to_json(),
-            task_title=flow.task.title,
-            xp_added=award.xp_added,
-            level_up=(award.old_level, award.new_level) if award.leveled_up else None,
-            streak_bonus=award.streak_bonus,
-        )
+        content, embed = verdict_text(verdict, task_title=flow.task.title, award=award)
         await interaction.edit_original_response(content=content, embed=embed)
 
     @app_commands.command(name="done", description="Mark an exercise or reading as done")

@@ -10,16 +10,14 @@ from zoneinfo import ZoneInfo
 import discord
 from discord import app_commands
 from discord.ext import commands
-from sqlalchemy import select
 
 from bot import clock
 from bot.app import BrrrBot
-from bot.db.models import Member
 from bot.exts.common import display_name, guild_id_of
 from bot.presentation.boards import leaderboard_embed, profile_text
 from bot.presentation.images import profile_card
 from bot.progress.leaderboard import Page, leaderboard
-from bot.progress.members import ensure_member
+from bot.progress.members import ensure_member, find_member_id
 from bot.progress.profile import profile
 from bot.progress.totals import Board
 
@@ -75,11 +73,7 @@ class Progress(commands.Cog):
         guild_id = guild_id_of(interaction)
         await interaction.response.defer(thinking=True)  # acknowledge before any database work
         async with self.bot.services.reads() as session:
-            member_id = await session.scalar(
-                select(Member.id).where(
-                    Member.guild_id == guild_id, Member.user_id == interaction.user.id
-                )
-            )
+            member_id = await find_member_id(session, guild_id, interaction.user.id)
         view = LeaderboardView(self, guild_id, period, member_id, display_name(interaction.user))
         page = await view.load(1)
         await interaction.edit_original_response(embed=view.render(page), view=view.sync(page))

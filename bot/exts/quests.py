@@ -8,19 +8,18 @@ from typing import Literal
 import discord
 from discord import app_commands
 from discord.ext import commands
-from sqlalchemy import select
 
 from bot import clock
 from bot.app import BrrrBot
 from bot.content import Quest
 from bot.curriculum.guild_map import GuildMap, today_quest
-from bot.db.models import Member
 from bot.exts.common import UserFacingError, find_quest, guild_id_of, quest_autocomplete
 from bot.presentation.limits import batch_embeds
 from bot.presentation.quests import map_embeds, quest_embeds
 from bot.presentation.readings import library_embeds, readings_embeds
 from bot.presentation.search import search_library
 from bot.progress.ledger import task_earned
+from bot.progress.members import find_member_id
 
 LibraryKind = Literal[
     "book", "course", "post", "podcast", "video", "reference", "repo", "exercises"
@@ -44,9 +43,7 @@ class Quests(commands.Cog):
 
     async def _earned(self, guild_id: int, user_id: int, quest: Quest) -> dict[str, int]:
         async with self.bot.services.reads() as session:
-            member_id = await session.scalar(
-                select(Member.id).where(Member.guild_id == guild_id, Member.user_id == user_id)
-            )
+            member_id = await find_member_id(session, guild_id, user_id)
             if member_id is None:
                 return {}
             refs = [f"{quest.id}/{task.id}" for task in quest.tasks]

@@ -3,7 +3,9 @@
 A loop wakes every ``clock.RECHECK_S`` (and at once when a moderator changes the
 setup), asks ``bot.progress.schedule.catch_up`` which post is due for each
 server, claims it in the post log and sends it.  After downtime only the
-latest due period is posted: one catch-up post, not one per missed day.
+latest due period is posted: one catch-up post, not one per missed day.  A post of
+several messages records each one as it goes (``post_log.record_parts``), so a retry
+sends only the parts that did not go out.
 """
 
 from __future__ import annotations
@@ -12,17 +14,18 @@ import asyncio
 import contextlib
 import io
 import logging
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import discord
 from discord.ext import commands
-from sqlalchemy import select
 
 from bot import clock, post_log
 from bot.app import BrrrBot
 from bot.content import Quest
 from bot.db.models import Guild
+from bot.guilds import with_quest_channel
 from bot.presentation.images import weekly_chart
 from bot.presentation.limits import batch_embeds, fit_embed, truncate
 from bot.presentation.quests import quest_embeds
@@ -34,8 +37,20 @@ from bot.progress.schedule import PostKind, PostSchedule, catch_up
 log = logging.getLogger(__name__)
 
 
+#: the weekly post's chart, attached to its message
+IMAGE_NAME = "week.png"
+
+
 class PostFailed(Exception):
     """The channel is missing or the bot may not post there; the message says which."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One message of a post: its embeds and, for the weekly post, the chart they show."""
+
+    embeds: list[discord.Embed]
+    image: bytes | None = None
 
 
 class Schedule(commands.Cog):
@@ -67,12 +82,8 @@ class Schedule(commands.Cog):
 
     async def tick(self) -> None:
         async with self.bot.services.reads() as session:
-            guilds = (
-                (await session.execute(select(Guild).where(Guild.quest_channel_id.is_not(None))))
-                .scalars()
-                .all()
-            )
-        for guild in guilds:
+            configured = await with_quest_channel(session)
+        for guild in configured:
             if self.bot.get_guild(guild.id) is None:
                 continue  # the bot left this server
             schedule = PostSchedule.from_settings(
@@ -89,22 +100,36 @@ class Schedule(commands.Cog):
         if due is None or _before_setup(guild, due.fire_at):
             return
         async with self.bot.services.sessions() as session, session.begin():
-            post_id = await post_log.claim(session, guild.id, kind, due.key, now)
-        if post_id is None:
+            claim = await post_log.claim(session, guild.id, kind, due.key, now)
+        if claim is None:
             return
+        sent = list(claim.sent)
         try:
+            channel = self._channel(guild)
             if kind == "daily_quest":
-                message = await self.post_daily(guild, None, date.fromisoformat(due.key))
+                parts = await self.daily_parts(guild, None, date.fromisoformat(due.key))
             else:
-                message = await self.post_weekly(guild, previous_week(guild, now))
+                parts = await self.weekly_parts(guild, previous_week(guild, now))
+            for part in parts[len(sent) :]:
+                message = await self.send_part(channel, part)
+                sent.append(message.id)
+                async with self.bot.services.sessions() as session, session.begin():
+                    await post_log.record_parts(session, claim.id, sent, clock.now())
         except (PostFailed, discord.HTTPException) as exc:
-            log.warning("guild %d: %s %s not posted: %s", guild.id, kind, due.key, exc)
+            log.warning(
+                "guild %d: %s %s not posted (%d part(s) sent; the next try resumes after them): %s",
+                guild.id,
+                kind,
+                due.key,
+                len(sent),
+                exc,
+            )
             async with self.bot.services.sessions() as session, session.begin():
-                await post_log.release(session, post_id)
+                await post_log.release(session, claim.id)
             return
         async with self.bot.services.sessions() as session, session.begin():
-            await post_log.mark_posted(session, post_id, message.channel.id, message.id, now)
-        log.info("guild %d: posted %s %s", guild.id, kind, due.key)
+            await post_log.mark_posted(session, claim.id, channel.id, sent[0], now)
+        log.info("guild %d: posted %s %s in %d part(s)", guild.id, kind, due.key, len(sent))
 
     def _channel(self, guild: Guild) -> discord.TextChannel:
         channel = self.bot.get_channel(guild.quest_channel_id or 0)
@@ -125,12 +150,29 @@ class Schedule(commands.Cog):
             raise PostFailed(f"I cannot post in #{channel.name}: missing {', '.join(missing)}")
         return channel
 
+    async def send_part(self, channel: discord.TextChannel, part: Part) -> discord.Message:
+        """Send one message of a post (a fresh file object each time: a file sends once)."""
+        if part.image is None:
+            return await channel.send(embeds=part.embeds)
+        image = discord.File(io.BytesIO(part.image), filename=IMAGE_NAME)
+        return await channel.send(embeds=part.embeds, file=image)
+
+    async def _post(self, channel: discord.TextChannel, parts: list[Part]) -> discord.Message:
+        """Send every part now (a moderator's command, outside the post log); the first
+        message is returned."""
+        messages = [await self.send_part(channel, part) for part in parts]
+        return messages[0]
+
     async def post_daily(
         self, guild: Guild, quest: Quest | None, day: date | None = None
     ) -> discord.Message:
         """Post the quest of a local ``day`` (default today), or the given quest, in the quest
         channel; the first message is returned."""
-        channel = self._channel(guild)
+        channel = self._channel(guild)  # what is wrong with the channel is said first
+        return await self._post(channel, await self.daily_parts(guild, quest, day))
+
+    async def daily_parts(self, guild: Guild, quest: Quest | None, day: date | None) -> list[Part]:
+        """The messages of a daily post: the quest's embeds, batched to Discord's limits."""
         guild_map = await self.bot.services.guild_map(guild.id)
         day = day or local_date(clock.now(), ZoneInfo(guild.timezone))
         start = guild.schedule_start or day
@@ -143,16 +185,15 @@ class Schedule(commands.Cog):
             library=self.bot.services.content.library,
             heading=f"Quest of the day · {day.isoformat()}",
         )
-        first: discord.Message | None = None
-        for batch in batch_embeds(embeds):
-            sent = await channel.send(embeds=batch)
-            first = first or sent
-        assert first is not None
-        return first
+        return [Part(batch) for batch in batch_embeds(embeds)]
 
     async def post_weekly(self, guild: Guild, week: Period) -> discord.Message:
         """Post a week's leaderboard: a bar chart of the top 10 and the week's highlights."""
         channel = self._channel(guild)
+        return await self._post(channel, await self.weekly_parts(guild, week))
+
+    async def weekly_parts(self, guild: Guild, week: Period) -> list[Part]:
+        """The one message of a weekly post."""
         async with self.bot.services.reads() as session:
             highlights = await weekly_highlights(
                 session,
@@ -161,7 +202,9 @@ class Schedule(commands.Cog):
                 tz=ZoneInfo(guild.timezone),
                 now=clock.now(),
             )
-        chart = await asyncio.to_thread(weekly_chart, highlights, guild_name=channel.guild.name)
+        discord_guild = self.bot.get_guild(guild.id)
+        guild_name = discord_guild.name if discord_guild is not None else ""
+        chart = await asyncio.to_thread(weekly_chart, highlights, guild_name=guild_name)
         lines = [
             f"{entry.rank}. **{safe_name(entry.display_name)}** · {entry.xp:,} XP"
             for entry in highlights.top
@@ -179,10 +222,8 @@ class Schedule(commands.Cog):
             title=truncate(f"🏆 Week {week.key}: the leaderboard", 256),
             description="\n".join(lines),
         )
-        embed.set_image(url="attachment://week.png")
-        return await channel.send(
-            embed=fit_embed(embed), file=discord.File(io.BytesIO(chart), filename="week.png")
-        )
+        embed.set_image(url=f"attachment://{IMAGE_NAME}")
+        return [Part([fit_embed(embed)], image=chart)]
 
 
 def _before_setup(guild: Guild, fire_at: datetime) -> bool:

@@ -1,8 +1,8 @@
 """/submit and /submissions.
 
-/submit acknowledges at once (deferred, ephemeral), validates and queues the
-file, and answers with the queue position; the verdict comes back through
-``bot.exts.delivery``.
+/submit acknowledges at once (deferred, ephemeral), downloads the file and hands it to the
+``bot.grading.intake.submit`` use case, which validates and queues it; the reply is the
+queue position, and the verdict comes back through ``bot.exts.delivery``.
 """
 
 from __future__ import annotations
@@ -12,13 +12,9 @@ import logging
 import discord
 from discord import app_commands
 from discord.ext import commands
-from sqlalchemy import select
 
 from bot import clock
 from bot.app import BrrrBot
-from bot.content import BuildTask
-from bot.content.hashing import version_hash
-from bot.db.models import Submission
 from bot.exts.common import (
     UserFacingError,
     display_name,
@@ -26,10 +22,9 @@ from bot.exts.common import (
     guild_id_of,
     task_autocomplete,
 )
-from bot.grading import heartbeat
-from bot.grading.capabilities import Requirements
-from bot.grading.intake import IntakeRefused, Reply, queue_submission
-from bot.grading.submission_input import SubmissionRejected, format_size, validate_submission
+from bot.grading import heartbeat, intake
+from bot.grading.history import recent_submissions
+from bot.grading.submission_input import format_size
 from bot.presentation.limits import truncate
 from bot.presentation.verdicts import no_worker_text, queued_text
 from bot.progress.members import ensure_member
@@ -51,57 +46,47 @@ class Submissions(commands.Cog):
         self, interaction: discord.Interaction, task: str, file: discord.Attachment
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        guild_id = guild_id_of(interaction)
         _, quest, found = await find_task(interaction, task, {"build"})
-        assert isinstance(found, BuildTask)
-        data = await self._download(file)
+        limits = intake.UploadLimits.of(self.bot.services.settings)
+        data = await self._download(file, limits)
         try:
-            prepared = validate_submission(file.filename, data, **self.bot.services.upload_limits())
-        except SubmissionRejected as exc:
-            raise UserFacingError(f"`{truncate(file.filename, 80)}`: {exc}") from None
-        ref = f"{quest.id}/{found.id}"
-        try:
-            async with self.bot.services.sessions() as session, session.begin():
-                member = await ensure_member(
-                    session, guild_id, interaction.user.id, display_name(interaction.user)
-                )
-                # read the clock only now that this transaction holds the write lock, so the
-                # recorded time is when the checks ran: never before the previous verdict
-                now = clock.now()
-                queued = await queue_submission(
-                    session,
-                    guild_id=guild_id,
-                    member_id=member.id,
-                    task_ref=ref,
-                    quest_version=version_hash(quest),
-                    filename=file.filename[:255],
-                    data=data,
-                    prepared=prepared,
-                    requirements=Requirements.of(found),
-                    hourly_limit=self.bot.services.settings.submissions_per_hour,
-                    reply=Reply(interaction.token, interaction.created_at, interaction.channel_id),
-                    now=now,
-                )
-        except IntakeRefused as exc:
+            queued = await intake.submit(
+                self.bot.services.sessions,
+                guild_id=guild_id_of(interaction),
+                submitter=intake.Submitter(interaction.user.id, display_name(interaction.user)),
+                quest=quest,
+                task=found,
+                filename=file.filename,
+                data=data,
+                limits=limits,
+                hourly_limit=self.bot.services.settings.submissions_per_hour,
+                reply=intake.Reply(
+                    interaction.token, interaction.created_at, interaction.channel_id
+                ),
+                now=clock.now,
+            )
+        except intake.IntakeRefused as exc:
             raise UserFacingError(str(exc)) from None
-        log.info("submission %d queued for %s (%s)", queued.submission_id, ref, interaction.user)
+        log.info(
+            "submission %d queued for %s (%s)",
+            queued.submission_id,
+            queued.task_ref,
+            interaction.user,
+        )
         lines = [queued_text(queued.position)]
         if not queued.worker_seen:
-            needed = Requirements.of(found).describe()
-            lines.append(no_worker_text(needed, heartbeat.RECENT_S))
-        lines.append(f"Submission #{queued.submission_id} · `{ref}`")
+            lines.append(no_worker_text(queued.requirements.describe(), heartbeat.RECENT_S))
+        lines.append(f"Submission #{queued.submission_id} · `{queued.task_ref}`")
         await interaction.edit_original_response(content="\n".join(lines))
 
-    async def _download(self, file: discord.Attachment) -> bytes:
+    async def _download(self, file: discord.Attachment, limits: intake.UploadLimits) -> bytes:
         """Check what we can before downloading; download at once (URLs expire)."""
-        name = file.filename.lower()
-        if not name.endswith(ALLOWED_EXTENSIONS):
+        if not file.filename.lower().endswith(ALLOWED_EXTENSIONS):
             raise UserFacingError(
                 f"`{truncate(file.filename, 80)}` is not a .py or .ipynb file; attach your "
                 "solution as a Python file or a Jupyter notebook."
             )
-        limits = self.bot.services.upload_limits()
-        cap = limits["max_ipynb_bytes"] if name.endswith(".ipynb") else limits["max_py_bytes"]
+        cap = limits.cap(file.filename)
         if file.size > cap:
             raise UserFacingError(
                 f"`{truncate(file.filename, 80)}` is {format_size(file.size)}; the limit is "
@@ -127,15 +112,7 @@ class Submissions(commands.Cog):
                 session, guild_id, interaction.user.id, display_name(interaction.user)
             )
             await session.commit()
-            query = (
-                select(Submission)
-                .where(Submission.member_id == member.id)
-                .order_by(Submission.id.desc())
-                .limit(10)
-            )
-            if task:
-                query = query.where(Submission.task_ref == task.strip())
-            rows = (await session.execute(query)).scalars().all()
+            rows = await recent_submissions(session, member.id, task.strip() if task else None)
         if not rows:
             await interaction.edit_original_response(
                 content="You have no submissions yet. Try `/submit`."

@@ -1,8 +1,9 @@
 """Worker heartbeats: who is grading, with what, and whether they were seen lately.
 
 A worker upserts its row every ``BEAT_S`` and deletes it when it stops cleanly; a
-worker that died simply goes stale.  The bot asks ``capable_worker_seen`` when a
-member submits, so "no GPU worker is around" is said at once, not after a wait.
+worker that died simply goes stale, and only rows newer than ``RECENT_S`` count as live.
+The bot asks ``capable_worker_seen`` when a member submits, so "no GPU worker is around"
+is said at once, not after a wait.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from bot.db.types import utcnow
 from bot.grading.capabilities import Capabilities, Requirements
 
 BEAT_S = 10.0
-#: a worker not seen for this long is presumed gone
-RECENT_S = 60.0
+#: a worker not seen for this long is presumed gone: three beats.  A live worker's row is at
+#: most one beat plus one slow write old (a beat may wait up to SQLite's 15 s busy timeout for
+#: the write lock), about 25 s; a killed worker's row stops counting 30 s after its last beat.
+RECENT_S = 3 * BEAT_S
 
 
 async def beat(

@@ -1,25 +1,36 @@
-"""The bot's side of grading: turn a validated upload into a queued job, within limits.
+"""The bot's side of grading: turn an upload into a queued, self-contained job, within limits.
 
-Runs in the bot process: no torch, no learner code.  The member's row is
-locked for the checks and the insert, so two ``/submit`` at once cannot both
-slip past the one-in-flight rule.
+``submit`` is the use case behind ``/submit``; the cog only downloads and replies, so the flow
+is tested without Discord and an HTTP front end could call it as is.  The upload is validated
+here, once, and the job stores everything grading needs (``JobSpec``), built from the server's
+own map: a quest a moderator added is graded like a shipped one, by a worker on any host.
+
+Runs in the bot process: no torch, no Discord, no learner code.  The member's row is locked
+for the checks and the insert, so two ``/submit`` at once cannot both slip past the
+one-in-flight rule.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import PurePath
 
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.config import Settings
+from bot.content import AnyTask, BuildTask, Quest
+from bot.content.hashing import version_hash
 from bot.db.models import Submission
 from bot.db.types import utcnow
 from bot.grading import heartbeat, queue
 from bot.grading.capabilities import Requirements
-from bot.grading.submission_input import PreparedSource
-from bot.progress.members import lock_member
+from bot.grading.job_spec import JobSpec
+from bot.grading.submission_input import PreparedSource, SubmissionRejected, validate_submission
+from bot.progress.members import ensure_member, lock_member
 
 IN_FLIGHT = ("queued", "grading")
 #: how long Discord lets a bot edit its reply to an interaction
@@ -28,6 +39,30 @@ INTERACTION_TOKEN_LIFETIME = timedelta(minutes=15)
 
 class IntakeRefused(Exception):
     """A rule said no; ``str(exc)`` is the message for the member."""
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    """The largest uploads accepted, per kind of file."""
+
+    max_py_bytes: int
+    max_ipynb_bytes: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> UploadLimits:
+        return cls(settings.max_py_bytes, settings.max_notebook_bytes)
+
+    def cap(self, filename: str) -> int:
+        """The limit for a file of this name (a front end checks it before downloading)."""
+        return self.max_ipynb_bytes if filename.lower().endswith(".ipynb") else self.max_py_bytes
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """Who uploads: the chat user, made a member of the server on first use."""
+
+    user_id: int
+    display_name: str
 
 
 @dataclass(frozen=True)
@@ -43,9 +78,77 @@ class Reply:
 class Queued:
     submission_id: int
     job_id: int
+    task_ref: str
     position: int
+    requirements: Requirements  # what grading it needs from a worker
     #: False when no worker able to grade it has been seen lately: tell the member now
     worker_seen: bool = True
+
+
+def prepare_job(
+    task_ref: str, task: AnyTask, filename: str, data: bytes, limits: UploadLimits
+) -> tuple[PreparedSource, JobSpec]:
+    """Validate the upload (the only time it is) and build the job's spec; IntakeRefused says
+    what is wrong.  ``/submit`` and ``/admin regrade`` both come through here."""
+    if not isinstance(task, BuildTask):
+        article = "an" if task.kind[0] in "aeiou" else "a"
+        raise IntakeRefused(f"`{task_ref}` is {article} {task.kind} task, not graded code.")
+    try:
+        prepared = validate_submission(
+            filename,
+            data,
+            max_py_bytes=limits.max_py_bytes,
+            max_ipynb_bytes=limits.max_ipynb_bytes,
+        )
+    except SubmissionRejected as exc:
+        raise IntakeRefused(str(exc)) from None
+    try:
+        spec = JobSpec.build(task_ref, task, prepared, PurePath(filename).name[:255])
+    except KeyError:  # content is checked against the registry: only a broken install
+        raise IntakeRefused(
+            f"`{task_ref}` needs grader `{task.grader}`, which this bot does not know; "
+            "please tell a moderator."
+        ) from None
+    return prepared, spec
+
+
+async def submit(
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    guild_id: int,
+    submitter: Submitter,
+    quest: Quest,
+    task: AnyTask,
+    filename: str,
+    data: bytes,
+    limits: UploadLimits,
+    hourly_limit: int,
+    reply: Reply | None,
+    now: Callable[[], datetime],
+) -> Queued:
+    """Queue ``data`` for grading as ``task`` of ``quest`` (as found on the server's map), or
+    raise IntakeRefused with the member's message.
+
+    ``now`` is read once the transaction holds the write lock, so the recorded time is when
+    the checks ran: never before the member's previous verdict.
+    """
+    task_ref = f"{quest.id}/{task.id}"
+    prepared, spec = prepare_job(task_ref, task, filename, data, limits)
+    async with sessions() as session, session.begin():
+        member = await ensure_member(session, guild_id, submitter.user_id, submitter.display_name)
+        return await queue_submission(
+            session,
+            guild_id=guild_id,
+            member_id=member.id,
+            quest_version=version_hash(quest),
+            filename=filename,
+            data=data,
+            prepared=prepared,
+            spec=spec,
+            hourly_limit=hourly_limit,
+            reply=reply,
+            now=now(),
+        )
 
 
 async def queue_submission(
@@ -53,12 +156,11 @@ async def queue_submission(
     *,
     guild_id: int,
     member_id: int,
-    task_ref: str,
     quest_version: str | None,
     filename: str,
     data: bytes,
     prepared: PreparedSource,
-    requirements: Requirements,
+    spec: JobSpec,
     hourly_limit: int,
     reply: Reply | None,
     now: datetime,
@@ -93,9 +195,9 @@ async def queue_submission(
     submission = Submission(
         guild_id=guild_id,
         member_id=member_id,
-        task_ref=task_ref,
+        task_ref=spec.task_ref,
         quest_version=quest_version,
-        filename=filename,
+        filename=filename[:255],
         file_kind=prepared.kind,
         content=data,
         size_bytes=len(data),
@@ -107,7 +209,14 @@ async def queue_submission(
     )
     session.add(submission)
     await session.flush()
-    job = await queue.enqueue(session, submission.id, requirements)
+    job = await queue.enqueue(session, submission.id, spec)
     # heartbeats are stamped with the real time by other processes, so compare with that
-    seen = await heartbeat.capable_worker_seen(session, requirements, utcnow())
-    return Queued(submission.id, job.id, await queue.position(session, job.id), seen)
+    seen = await heartbeat.capable_worker_seen(session, spec.requirements, utcnow())
+    return Queued(
+        submission.id,
+        job.id,
+        spec.task_ref,
+        await queue.position(session, job.id),
+        spec.requirements,
+        seen,
+    )

@@ -1,4 +1,8 @@
-"""``brrrbot grade``: grade a local file through the same sandbox and grader as a worker."""
+"""``brrrbot grade``: grade a local file through the same sandbox and grader as a worker.
+
+The file becomes a ``JobSpec`` built from the local content, exactly as ``/submit`` builds one
+from a server's map, and is graded by the worker's own ``grade_prepared``.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from bot.config import Settings
 from bot.content import Content
 from bot.content.schema import BuildTask
 from bot.errors import UserError
+from bot.grading.job_spec import JobSpec
 from bot.grading.service import grade_prepared
 from bot.grading.submission_input import SubmissionRejected, validate_submission
 from bot.sandbox import Zygote, minimum_ok
@@ -49,13 +54,14 @@ def grade_file(
         )
     except SubmissionRejected as exc:
         raise UserError(f"{path}: {exc}") from None
+    spec = JobSpec.build(task_ref, task, prepared, path.name)
     with Zygote() as zygote:
         if not insecure and not minimum_ok(zygote.isolation_report()):
             raise UserError(
                 "the sandbox's minimum isolation is not available here (see `brrrbot worker "
                 "--check`); use --insecure-sandbox to grade your own code anyway"
             )
-        return grade_prepared(task_ref, task, prepared, path.name, zygote)
+        return grade_prepared(spec, zygote)
 
 
 def _build_task(content: Content, task_ref: str) -> BuildTask:

@@ -3,7 +3,9 @@
 Each worker process owns one warm zygote and one database engine, and grades
 one job at a time, so N processes grade N jobs in parallel.  With N > 1 this
 process only supervises: it starts the workers by exec (never fork: no shared
-state), restarts one that dies, and stops them all on SIGTERM/SIGINT.
+state), restarts one that dies (after 1 s, doubling to 60 s while it keeps dying, see
+``bot.supervision``), and stops them all on SIGTERM/SIGINT.  With N = 1 the worker runs in
+this process; ``brrrbot run`` supervises the pool process itself, whatever N.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import sys
 import time
 
 from bot.config import Settings
-from bot.content import BuildTask, load_content
 from bot.db.engine import make_engine
 from bot.db.migrate import require_current
 from bot.errors import UserError
@@ -25,11 +26,13 @@ from bot.grading import PARENT_PID_ENV
 from bot.grading.capabilities import detect
 from bot.grading.worker import Worker
 from bot.sandbox import Zygote, format_report, linux, minimum_ok
-from graders import load_grader
+from bot.supervision import Backoff
+from graders import REGISTRY, load_grader
 
 log = logging.getLogger(__name__)
 
-RESTART_DELAY_S = 2.0
+#: how often the supervisor looks at its workers
+POLL_S = 0.2
 
 
 def check(settings: Settings) -> int:
@@ -76,9 +79,8 @@ async def _run_one(settings: Settings, *, insecure: bool) -> int:
         capabilities = detect(settings.worker_device)
     except RuntimeError as exc:
         raise UserError(str(exc)) from None
-    content = load_content(settings.quests_dir)
-    for name in {t.grader for q in content.quests for t in q.tasks if isinstance(t, BuildTask)}:
-        load_grader(name)  # import graders (and torch) now, not during the first job
+    for name in REGISTRY:
+        load_grader(name)  # import every grader (and torch) now, not during the first job
     with Zygote() as zygote:
         layers = zygote.isolation_report()
         for line in format_report(layers).splitlines():
@@ -97,15 +99,7 @@ async def _run_one(settings: Settings, *, insecure: bool) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         worker = Worker(
-            engine,
-            content,
-            zygote,
-            capabilities=capabilities,
-            size_limits={
-                "max_py_bytes": settings.max_py_bytes,
-                "max_ipynb_bytes": settings.max_notebook_bytes,
-            },
-            lease_s=float(settings.lease_seconds),
+            engine, zygote, capabilities=capabilities, lease_s=float(settings.lease_seconds)
         )
         try:
             await require_current(engine)
@@ -124,27 +118,76 @@ def _supervise(count: int, *, insecure: bool) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    children = [subprocess.Popen(worker_command(1, insecure=insecure)) for _ in range(count)]
+    # each worker stops (gracefully) if this supervisor dies, so none is left orphaned beside
+    # the pool that replaces this one
+    env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}
+    slots = [_Slot(worker_command(1, insecure=insecure), env) for _ in range(count)]
     log.info("started %d worker processes", count)
     try:
         while not stopping:
-            time.sleep(0.5)
-            for index, child in enumerate(children):
-                code = child.poll()
-                if code is None or stopping:
-                    continue
-                if code == UserError.exit_code:
-                    raise UserError(f"worker {child.pid} refused to start (exit code {code})")
-                log.warning("worker %d exited with %d; restarting", child.pid, code)
-                time.sleep(RESTART_DELAY_S)
-                children[index] = subprocess.Popen(worker_command(1, insecure=insecure))
+            time.sleep(POLL_S)
+            for slot in slots:
+                if not stopping:
+                    slot.tend(time.monotonic())
     finally:
-        for child in children:
-            if child.poll() is None:
-                child.terminate()
-        for child in children:
-            try:
-                child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                child.kill()
+        for slot in slots:
+            slot.terminate()
+        for slot in slots:
+            slot.reap()
     return 0
+
+
+class _Slot:
+    """One worker of the pool: restarted whenever it exits, with backoff (``Backoff``).
+
+    The wait is scheduled, not slept, so one crash-looping worker never delays the others.
+    """
+
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        self.command = command
+        self.env = env
+        self.backoff = Backoff()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+        self.restart_at: float | None = None
+        self._start(time.monotonic())
+
+    def _start(self, now: float) -> None:
+        self.process = subprocess.Popen(self.command, env=self.env)
+        self.started_at = now
+        self.restart_at = None
+
+    def tend(self, now: float) -> None:
+        """Notice an exit and schedule the restart; start the worker when its time has come."""
+        if self.restart_at is not None:
+            if now >= self.restart_at:
+                self._start(now)
+            return
+        assert self.process is not None
+        code = self.process.poll()
+        if code is None:
+            return
+        if code == UserError.exit_code:
+            raise UserError(f"worker {self.process.pid} refused to start (exit code {code})")
+        delay = self.backoff.delay(now - self.started_at)
+        log.warning(
+            "worker %d exited with %d after %.0f s; restarting it in %.0f s",
+            self.process.pid,
+            code,
+            now - self.started_at,
+            delay,
+        )
+        self.restart_at = now + delay
+
+    def terminate(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+
+    def reap(self) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()

@@ -26,6 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.db.models import GradingJob, Submission
 from bot.db.types import utcnow
 from bot.grading.capabilities import Capabilities, Requirements
+from bot.grading.job_spec import JobSpec
+from graders.base import Verdict
 
 LEASE_SECONDS = 30.0
 #: how many exhausted jobs one claim may retire before it stops looking
@@ -36,8 +38,8 @@ RUNS_ANYWHERE = Requirements()
 CPU_ONLY = Capabilities()
 
 INTERNAL_ERROR_MESSAGE = (
-    "internal error: grading failed {attempts} times without a verdict; this is not your fault "
-    "and costs you nothing. A moderator can regrade it."
+    "internal error: grading failed {attempts} times without a verdict. This is not your fault "
+    "and costs you nothing: resubmit, or ask a moderator to regrade it."
 )
 
 
@@ -47,6 +49,9 @@ class ClaimedJob:
     submission_id: int
     attempt: int
     lease_owner: str
+    #: the stored ``JobSpec.to_json()``, read with the claim; None for a job queued before
+    #: jobs carried one.  ``JobSpec.from_json`` turns it into a spec or a reason it is none.
+    spec: dict[str, Any] | None = None
 
 
 def _claimable(now: datetime) -> Any:
@@ -63,18 +68,18 @@ def _runnable(capabilities: Capabilities) -> Any:
     return or_(GradingJob.needs_cuda.is_(False), and_(memory, capabilities.cuda))
 
 
-async def enqueue(
-    session: AsyncSession, submission_id: int, requirements: Requirements = RUNS_ANYWHERE
-) -> GradingJob:
-    """Add a job for a submission within the caller's transaction.
+async def enqueue(session: AsyncSession, submission_id: int, spec: JobSpec) -> GradingJob:
+    """Add a job that carries everything grading needs, within the caller's transaction.
 
-    On PostgreSQL this also notifies listening workers; the notification is delivered
+    The requirement columns repeat ``spec.requirements`` so the claim query can filter on
+    them.  On PostgreSQL this also notifies listening workers; the notification is delivered
     at commit, so no worker wakes for a job it cannot see yet.
     """
     job = GradingJob(
         submission_id=submission_id,
-        needs_cuda=requirements.needs_cuda,
-        min_gpu_memory_mib=requirements.min_gpu_memory_mib,
+        needs_cuda=spec.requirements.needs_cuda,
+        min_gpu_memory_mib=spec.requirements.min_gpu_memory_mib,
+        spec=spec.to_json(),
     )
     session.add(job)
     await session.flush()
@@ -125,12 +130,17 @@ async def claim(
                     lease_expires_at=now + timedelta(seconds=lease_s),
                     started_at=now,
                 )
-                .returning(GradingJob.submission_id, GradingJob.attempts, GradingJob.max_attempts)
+                .returning(
+                    GradingJob.submission_id,
+                    GradingJob.attempts,
+                    GradingJob.max_attempts,
+                    GradingJob.spec,
+                )
             )
             row = won.first()
             if row is None:
                 continue  # another worker won this one (SQLite without a write lock only)
-            submission_id, attempt, max_attempts = row
+            submission_id, attempt, max_attempts, spec = row
             if attempt > max_attempts:
                 await _give_up(session, job_id, submission_id, attempt - 1, now)
                 continue
@@ -139,21 +149,18 @@ async def claim(
                 .where(Submission.id == submission_id, Submission.status == "queued")
                 .values(status="grading")
             )
-            return ClaimedJob(job_id, submission_id, attempt, owner)
+            return ClaimedJob(job_id, submission_id, attempt, owner, spec)
     return None
 
 
 async def _give_up(
     session: AsyncSession, job_id: int, submission_id: int, attempts: int, now: datetime
 ) -> None:
+    task_ref = await session.scalar(
+        select(Submission.task_ref).where(Submission.id == submission_id)
+    )
     message = INTERNAL_ERROR_MESSAGE.format(attempts=attempts)
-    verdict = {
-        "status": "error",
-        "score": 0.0,
-        "checks": [],
-        "feedback": message,
-        "internal": True,
-    }
+    verdict = Verdict.internal_error(task_ref or "", message).to_json()
     await session.execute(
         update(GradingJob)
         .where(GradingJob.id == job_id)
@@ -187,13 +194,17 @@ async def renew(
 
 
 async def complete(
-    sessions: async_sessionmaker[AsyncSession],
-    job: ClaimedJob,
-    verdict: dict[str, Any],
+    sessions: async_sessionmaker[AsyncSession], job: ClaimedJob, verdict: Verdict
 ) -> bool:
-    """Write the one verdict of this job; False if the lease was lost meanwhile."""
+    """Write the one verdict of this job; False if the lease was lost meanwhile.
+
+    An ``error`` verdict written here is final (a job that cannot be graded here at all);
+    its message is also kept as the job's error, where moderators look.
+    """
     now = utcnow()
-    status = verdict["status"]
+    stored = verdict.to_json()
+    # an earlier attempt's error stays on a job that later got a verdict
+    noted = {"error": verdict.feedback} if verdict.status == "error" else {}
     async with sessions() as session, session.begin():
         result = await session.execute(
             update(GradingJob)
@@ -203,7 +214,7 @@ async def complete(
                 GradingJob.lease_owner == job.lease_owner,
                 GradingJob.attempts == job.attempt,
             )
-            .values(status="done", lease_owner=None, finished_at=now, result=verdict)
+            .values(status="done", lease_owner=None, finished_at=now, result=stored, **noted)
         )
         if result.rowcount != 1:  # type: ignore[attr-defined]
             return False
@@ -211,9 +222,9 @@ async def complete(
             update(Submission)
             .where(Submission.id == job.submission_id)
             .values(
-                status=status,
-                score=verdict.get("score"),
-                verdict=verdict,
+                status=verdict.status,
+                score=None if verdict.status == "error" else verdict.score,
+                verdict=stored,
                 finished_at=now,
             )
         )

@@ -1,8 +1,9 @@
-"""Grade one prepared submission: the single path shared by workers and ``brrrbot grade``.
+"""Grade one job spec: the single path shared by workers and ``brrrbot grade``.
 
 Runs in a worker process (it imports graders, hence torch).  The grader plans
 the calls with a fresh seed in this trusted process, the sandbox runs them,
-and the grader judges after the job process is gone.
+and the grader judges after the job process is gone.  Everything about the
+task comes from the spec, so a worker grades without any quest files.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import secrets
 import time
 from typing import Protocol
 
-from bot.content.schema import BuildTask
-from bot.grading.submission_input import PreparedSource
+from bot.grading.job_spec import JobSpec
 from bot.sandbox.api import SandboxRequest, SandboxResult
 from graders import load_grader
 from graders.base import Verdict
@@ -33,34 +33,34 @@ def cuda_available() -> bool:
 
 
 def grade_prepared(
-    task_ref: str,
-    task: BuildTask,
-    prepared: PreparedSource,
-    filename: str,
+    spec: JobSpec,
     sandbox: SandboxRunner,
     *,
     allow_cuda: bool = True,
     seed: int | None = None,
 ) -> Verdict:
-    """Plan, run in the sandbox, judge; the verdict carries the device used."""
+    """Plan, run in the sandbox, judge; the verdict carries the device used.
+
+    KeyError when this installation has no grader ``spec.grader`` (callers check first).
+    """
     started = time.perf_counter()
-    grader = load_grader(task.grader)
+    grader = load_grader(spec.grader)
     # the grader may prefer a GPU; a task may insist on one (and was routed to a GPU worker)
-    wants_gpu = grader.needs_cuda or (task.requires is not None and task.requires.cuda)
+    wants_gpu = spec.prefers_cuda or spec.requirements.needs_cuda
     device = "cuda" if allow_cuda and wants_gpu and cuda_available() else "cpu"
     plan = grader.plan(secrets.randbits(62) if seed is None else seed, device)
     request = SandboxRequest(
-        source=prepared.source,
-        filename=filename,
+        source=spec.source,
+        filename=spec.filename,
         calls=plan.calls,
-        limits=grader.limits,
+        limits=spec.limits,
         device=device,
     )
     result = sandbox.run(request)
-    verdict = grader.judge(task_ref, plan, result, prepared.source)
+    verdict = grader.judge(spec.task_ref, plan, result, spec.source)
     return dataclasses.replace(
         verdict,
         duration_s=time.perf_counter() - started,
         device=result.device,
-        notes=(*prepared.notes, *verdict.notes),
+        notes=(*spec.notes, *verdict.notes),
     )

@@ -1,31 +1,37 @@
 """One grading worker: claim a job, grade it in the sandbox under a lease, write the verdict.
 
 This process holds the database connection and the graders (trusted code); it
-never runs learner code itself: that happens in the zygote's forked jobs.
+never runs learner code itself: that happens in the zygote's forked jobs.  It
+grades from the job's spec alone (``bot.grading.job_spec``): no quest files, no
+second validation of the upload.  A job this worker cannot grade at all (no spec,
+a spec too new, a grader it does not have) gets a final error verdict at once,
+saying why, instead of being retried by worker after worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import logging
 import os
 import secrets
 import socket
-from dataclasses import dataclass
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.content import Content
-from bot.content.schema import BuildTask
 from bot.db.engine import make_sessionmaker
 from bot.db.models import Submission
 from bot.grading import heartbeat, queue
 from bot.grading.capabilities import Capabilities
+from bot.grading.job_spec import BadSpec, JobSpec
 from bot.grading.service import SandboxRunner, grade_prepared
-from bot.grading.submission_input import SubmissionRejected, validate_submission
 from bot.grading.wakeup import Wakeup
+from graders import REGISTRY
 from graders.base import Verdict
 
 log = logging.getLogger(__name__)
@@ -35,11 +41,44 @@ class RetryableError(Exception):
     """Grading failed for a reason that is not the learner's: try another attempt."""
 
 
-@dataclass(frozen=True)
-class SubmissionFile:
-    task_ref: str
-    filename: str
-    data: bytes
+class Ungradable(Exception):
+    """This worker can never grade the job; ``str(exc)`` says why, for the member and the
+    moderators.  Retrying elsewhere would not help (every worker of this version agrees)."""
+
+
+@cache
+def worker_version() -> str:
+    """The installed brrrbot version, named in verdicts this worker cannot give."""
+    try:
+        return importlib.metadata.version("brrrbot")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def gradable_spec(data: Mapping[str, Any] | None) -> JobSpec:
+    """The spec a claimed job carries, if this worker can grade it; else Ungradable."""
+    version = worker_version()
+    try:
+        spec = JobSpec.from_json(data)
+    except BadSpec as exc:
+        hint = " A moderator can regrade it: a regrade queues it with a spec." if not data else ""
+        raise Ungradable(
+            f"the worker at version {version} cannot grade this job: {exc}.{hint}"
+        ) from None
+    info = REGISTRY.get(spec.grader)
+    if info is None:
+        raise Ungradable(
+            f"this server's quest needs grader `{spec.grader}`, which the worker at version "
+            f"{version} does not have. A moderator can upgrade the workers and then regrade it."
+        )
+    if spec.interface != info.interface:
+        raise Ungradable(
+            f"this server's quest expects grader `{spec.grader}` to call "
+            f"{', '.join(spec.interface)}, but the worker at version {version} has it call "
+            f"{', '.join(info.interface)}. A moderator can align the workers and the quest, "
+            "then regrade it."
+        )
+    return spec
 
 
 def worker_name() -> str:
@@ -51,21 +90,17 @@ class Worker:
     def __init__(
         self,
         engine: AsyncEngine,
-        content: Content,
         sandbox: SandboxRunner,
         *,
         capabilities: Capabilities = queue.CPU_ONLY,
-        size_limits: dict[str, int] | None = None,
         poll_s: float | None = None,
         lease_s: float = queue.LEASE_SECONDS,
     ) -> None:
         self.engine = engine
         self.sessions = make_sessionmaker(engine)
         self.reads = make_sessionmaker(engine, read_only=True)
-        self.content = content
         self.sandbox = sandbox
         self.capabilities = capabilities
-        self.size_limits = size_limits or {}
         self.poll_s = poll_s
         self.lease_s = lease_s
         self.name = worker_name()
@@ -109,39 +144,45 @@ class Worker:
         self._busy = job is not None
         if job is None:
             return False
-        submission = await self._load(job.submission_id)
+        try:
+            spec = gradable_spec(job.spec)
+        except Ungradable as exc:
+            task_ref = await self._task_ref(job.submission_id)
+            log.warning("job %d (%s) cannot be graded here: %s", job.job_id, task_ref, exc)
+            await self._finish(job, Verdict.internal_error(task_ref, str(exc)))
+            return True
         renewer = asyncio.create_task(self._keep_lease(job))
         try:
-            verdict = await asyncio.to_thread(self._grade, submission)
+            verdict = await asyncio.to_thread(self._grade, spec)
         except Exception as exc:
             log.exception("job %d attempt %d failed internally", job.job_id, job.attempt)
             await queue.release(self.sessions, job, f"{type(exc).__name__}: {exc}")
             return True
         finally:
             renewer.cancel()
-        if not await queue.complete(self.sessions, job, verdict.to_json()):
-            log.warning("job %d: lease lost before the verdict was written", job.job_id)
-        else:
-            log.info(
-                "job %d %s %s score %.2f in %.0f ms",
-                job.job_id,
-                submission.task_ref,
-                verdict.status,
-                verdict.score,
-                verdict.duration_s * 1000,
-            )
+        await self._finish(job, verdict)
         return True
 
-    async def _load(self, submission_id: int) -> SubmissionFile:
+    async def _finish(self, job: queue.ClaimedJob, verdict: Verdict) -> None:
+        if not await queue.complete(self.sessions, job, verdict):
+            log.warning("job %d: lease lost before the verdict was written", job.job_id)
+            return
+        log.info(
+            "job %d %s %s score %.2f in %.0f ms",
+            job.job_id,
+            verdict.task,
+            verdict.status,
+            verdict.score,
+            verdict.duration_s * 1000,
+        )
+
+    async def _task_ref(self, submission_id: int) -> str:
+        """The submission's task, for a verdict on a job whose spec is unusable."""
         async with self.reads() as session:
-            row = (
-                await session.execute(
-                    select(Submission.task_ref, Submission.filename, Submission.content).where(
-                        Submission.id == submission_id
-                    )
-                )
-            ).one()
-        return SubmissionFile(*row)
+            task_ref = await session.scalar(
+                select(Submission.task_ref).where(Submission.id == submission_id)
+            )
+        return task_ref or ""
 
     async def _keep_lease(self, job: queue.ClaimedJob) -> None:
         while True:
@@ -150,33 +191,12 @@ class Worker:
                 log.warning("job %d: lease taken over by another worker", job.job_id)
                 return
 
-    def _grade(self, submission: SubmissionFile) -> Verdict:
-        task = self._build_task(submission.task_ref)
-        if task is None:
-            return _error(submission.task_ref, f"task {submission.task_ref} is not gradable code")
-        try:
-            prepared = validate_submission(submission.filename, submission.data, **self.size_limits)
-        except SubmissionRejected as exc:
-            return Verdict(submission.task_ref, "failed", 0.0, (), str(exc))
+    def _grade(self, spec: JobSpec) -> Verdict:
         verdict = grade_prepared(
-            submission.task_ref,
-            task,
-            prepared,
-            submission.filename,
+            spec,
             self.sandbox,
             allow_cuda=self.capabilities.cuda,  # WORKER_DEVICE=cpu keeps jobs off the GPU
         )
         if verdict.status == "error":
             raise RetryableError(verdict.feedback)
         return verdict
-
-    def _build_task(self, task_ref: str) -> BuildTask | None:
-        try:
-            _, task = self.content.find_task(task_ref)
-        except KeyError:
-            return None
-        return task if isinstance(task, BuildTask) else None
-
-
-def _error(task_ref: str, message: str) -> Verdict:
-    return Verdict(task_ref, "error", 0.0, (), message)

@@ -1,14 +1,12 @@
 """A grading verdict as the learner reads it, and the "you are in the queue" reply.
 
-The verdict arrives as the dict ``graders.base.Verdict.to_json()`` stored.  The message text
-carries the outcome (so it shows in notifications); the embed carries the feedback, which a
-grader can make arbitrarily long, so it is budgeted to stay within Discord's limits.
+The message text carries the outcome (so it shows in notifications); the embed carries the
+feedback, which a grader can make arbitrarily long, so it is budgeted to stay within Discord's
+limits.  An ``error`` verdict means grading failed on our side: it says so, that nothing is
+lost, and how to get a verdict after all.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from typing import Any
 
 from discord import Colour, Embed
 
@@ -23,6 +21,8 @@ from bot.presentation.limits import (
 )
 from bot.presentation.safety import no_pings
 from bot.presentation.wording import plural
+from bot.progress.awards import Award
+from graders.base import Verdict
 
 FEEDBACK_CHARS = 1500  # the teaching paragraph; the checks get the rest of the description
 CHECK_CHARS = 300  # one check line
@@ -35,59 +35,73 @@ _LOOK = {
 }
 
 
-def verdict_text(
-    verdict: Mapping[str, Any],
-    *,
-    task_title: str,
-    xp_added: int,
-    level_up: tuple[int, int] | None,
-    streak_bonus: int,
-) -> tuple[str, Embed]:
+def verdict_text(verdict: Verdict, *, task_title: str, award: Award) -> tuple[str, Embed]:
     """The message for a verdict: content that starts with "Passed", "Failed" or "Error", and an
-    embed with the feedback, each check and any notes.  ``xp_added``, ``level_up`` (old, new)
-    and ``streak_bonus`` come from the award the verdict made."""
-    word, colour = _LOOK[verdict["status"]]
+    embed with the feedback, each check and any notes.  ``award`` is what the verdict paid."""
+    word, colour = _LOOK[verdict.status]
     title = truncate(no_pings(task_title), TITLE)
-    lines = [_outcome(verdict, title, xp_added, streak_bonus)]
-    if level_up is not None:
-        lines.append(f"Level up! You reached level {level_up[1]}.")
+    lines = [_outcome(verdict, title, award)]
+    if award.leveled_up:
+        lines.append(f"Level up! You reached level {award.new_level}.")
     return truncate("\n".join(lines), CONTENT), _feedback_embed(verdict, word, title, colour)
 
 
-def _outcome(verdict: Mapping[str, Any], title: str, xp_added: int, streak_bonus: int) -> str:
-    status = verdict["status"]
-    if status == "error":
+def delivered_verdict(
+    verdict: Verdict, *, task_title: str, award: Award, submission_id: int, task_ref: str
+) -> tuple[str, Embed]:
+    """The verdict as sent to its member (reply edit or DM): ``verdict_text`` plus a last line
+    naming the submission, so a member (or a moderator) can refer to it."""
+    content, embed = verdict_text(verdict, task_title=task_title, award=award)
+    reference = f"Submission #{submission_id} · `{no_pings(task_ref)}`"
+    return truncate(f"{content}\n{reference}", CONTENT), embed
+
+
+def verdict_notice(
+    verdict: Verdict, *, task_title: str, award: Award, submission_id: int, user_id: int
+) -> str:
+    """The last resort when DMs are closed, posted where others read it: the outcome line and
+    a mention, never the feedback, which can quote the member's code."""
+    outcome = _outcome(verdict, truncate(no_pings(task_title), TITLE), award)
+    return truncate(
+        f"<@{user_id}> {outcome} (submission #{submission_id}). Your DMs are closed, so the "
+        "details are in `/submissions`.",
+        CONTENT,
+    )
+
+
+def _outcome(verdict: Verdict, title: str, award: Award) -> str:
+    if verdict.status == "error":
         return (
-            f"Error: grading **{title}** failed on our side, not yours. This attempt is not "
-            "charged to you and costs you nothing; please submit again in a few minutes."
+            f"Error: grading **{title}** failed on our side (an internal error). This is not "
+            "your fault and nothing is lost: submit it again, or ask a moderator to regrade it."
         )
-    line = f"{_LOOK[status][0]} **{title}** with a score of {verdict['score']:.0%}."
-    if xp_added:
-        bonus = f" (+{streak_bonus} XP streak bonus)" if streak_bonus else ""
-        return f"{line} +{xp_added} XP{bonus}"
-    if status == "passed":
+    line = f"{_LOOK[verdict.status][0]} **{title}** with a score of {verdict.score:.0%}."
+    if award.xp_added:
+        bonus = f" (+{award.streak_bonus} XP streak bonus)" if award.streak_bonus else ""
+        return f"{line} +{award.xp_added} XP{bonus}"
+    if verdict.status == "passed":
         return f"{line} No new XP: an earlier result for this task was as good."
     return f"{line} Read the feedback, fix it and submit again."
 
 
-def _feedback_embed(verdict: Mapping[str, Any], word: str, title: str, colour: Colour) -> Embed:
-    feedback = truncate(no_pings(verdict.get("feedback", "").strip()), FEEDBACK_CHARS)
+def _feedback_embed(verdict: Verdict, word: str, title: str, colour: Colour) -> Embed:
+    feedback = truncate(no_pings(verdict.feedback.strip()), FEEDBACK_CHARS)
     checks = [
-        truncate(
-            no_pings(f"{'✓' if c['passed'] else '✗'} **{c['name']}**: {c['message']}"), CHECK_CHARS
-        )
-        for c in verdict.get("checks", ())
+        truncate(no_pings(f"{'✓' if c.passed else '✗'} **{c.name}**: {c.message}"), CHECK_CHARS)
+        for c in verdict.checks
     ]
     shown = _checks_block(checks, DESCRIPTION - len(feedback) - 2)
     description = "\n\n".join(part for part in (feedback, shown) if part)
     embed = Embed(
         title=truncate(f"{word}: {title}", TITLE), description=description or None, colour=colour
     )
-    notes = [f"• {no_pings(note)}" for note in verdict.get("notes", ())]
+    notes = [f"• {no_pings(note)}" for note in verdict.notes]
     if notes:
         embed.add_field(name="Notes", value=truncate("\n".join(notes), FIELD_VALUE), inline=False)
-    footer = f"{verdict['task']} · graded in {verdict.get('duration_s', 0.0):.1f} s"
-    embed.set_footer(text=f"{footer} on {verdict.get('device', 'cpu')}")
+    footer = no_pings(verdict.task)
+    if verdict.status != "error":  # an internal error graded nothing
+        footer += f" · graded in {verdict.duration_s:.1f} s on {verdict.device}"
+    embed.set_footer(text=footer)
     return fit_embed(embed)
 
 

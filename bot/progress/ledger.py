@@ -15,6 +15,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Literal
 from zoneinfo import ZoneInfo
@@ -23,7 +24,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.db.dialect import upsert
-from bot.db.models import XpEntry
+from bot.db.models import Member, XpEntry
 from bot.progress.periods import local_date
 from bot.progress.totals import add_to_totals
 
@@ -107,3 +108,31 @@ async def completion_days(
     for member_id, created_at in await session.execute(query):
         days.setdefault(member_id, set()).add(local_date(created_at, tz))
     return days
+
+
+@dataclass(frozen=True)
+class LedgerLine:
+    """One ledger row with its member, as the ``/admin export`` CSV lists it."""
+
+    id: int
+    created_at: datetime
+    user_id: int
+    display_name: str
+    amount: int
+    source: str
+    reason: str
+    reference: str | None
+
+
+async def guild_ledger(session: AsyncSession, guild_id: int) -> list[LedgerLine]:
+    """Every ledger row of a server, oldest first."""
+    rows = await session.execute(
+        select(XpEntry, Member.user_id, Member.display_name)
+        .join(Member, Member.id == XpEntry.member_id)
+        .where(XpEntry.guild_id == guild_id)
+        .order_by(XpEntry.id)
+    )
+    return [
+        LedgerLine(x.id, x.created_at, user_id, name, x.amount, x.source, x.reason, x.reference)
+        for x, user_id, name in rows
+    ]

@@ -51,3 +51,10 @@ async def lock_member(session: AsyncSession, guild_id: int, member_id: int) -> M
     if member is None:
         raise LookupError(f"member {member_id} is not in guild {guild_id}")
     return member
+
+
+async def find_member_id(session: AsyncSession, guild_id: int, user_id: int) -> int | None:
+    """The member row of ``user_id`` in ``guild_id``, if they have one (without creating it)."""
+    return await session.scalar(
+        select(Member.id).where(Member.guild_id == guild_id, Member.user_id == user_id)
+    )

@@ -6,6 +6,7 @@ scene gives each test fresh members so tests do not depend on each other.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, Role, Use
 from tests.fakediscord.bot_events import BotEvents
 from tests.fakediscord.handle import InteractionHandle
 from tests.fakediscord.process import BotProcess
-from tests.support import BUILD_TASK, SEED_QUESTS, SOLUTIONS
+from tests.support import BUILD_TASK, SEED_QUESTS, SOLUTIONS, database_problems
 
 #: 00:00 UTC of the Monday at least two days after the real now: a bot whose clock starts in
 #: that week is far ahead of every interaction the fake issues (their tokens look expired)
@@ -155,6 +156,10 @@ async def start_world(
                 )
             finally:
                 print("--- bot output (tail) ---\n" + bot.output[-8000:])  # shown on failure
+        # The bot is stopped: whatever the module did, the database must still be consistent.
+        verify_env = {k: v for k, v in env.items() if k == "DATABASE_URL"}
+        problems = await asyncio.to_thread(database_problems, tmp_path, verify_env)
+        assert not problems, "brrrbot db verify after this module:\n" + "\n".join(problems)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

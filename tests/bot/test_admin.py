@@ -5,13 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import sqlite3
+from contextlib import closing
 
 import pytest
 
 from tests.bot.conftest import World
 from tests.bot.test_learner_commands import _text
 from tests.fakediscord import Message, User
-from tests.support import REPO
+from tests.support import REPO, SOLUTIONS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -24,6 +25,7 @@ SUBCOMMANDS = {
     "admin xp": {"member": "self", "amount": 5, "reason": "test"},
     "admin regrade": {"submission": 1},
     "admin export": {},
+    "admin deliveries": {},
 }
 
 
@@ -189,3 +191,84 @@ async def test_an_unexpected_failure_answers_with_a_logged_reference(world: Worl
     ref = reply.content.split("(ref ")[1].split(")")[0]
     assert len(ref) == 6
     await world.bot.wait_for_output(f"(ref {ref})")  # the same reference is in the log
+
+
+#: a quest a moderator writes: its build task reuses a shipped grader with that grader's interface
+ADDED_QUEST = """\
+id: matmul-again
+title: Matmul, once more
+phase: foundations
+summary: The same three matrix multiplies, in a quest a moderator wrote.
+readings:
+  - ref: brrr-intro
+    note: The operator-fusion section again.
+tasks:
+  - id: three-ways
+    title: Three ways, again
+    kind: build
+    xp: 45
+    grader: matmul_three_ways
+    interface:
+      - matmul_loops(A, B) -> Tensor
+      - matmul_dot(A, B) -> Tensor
+      - matmul_columns(A, B) -> Tensor
+    prompt: Write `matmul_loops`, `matmul_dot` and `matmul_columns` once more.
+"""
+
+
+def _task_ledger(world: World, user: User) -> list[tuple[str, int, str | None]]:
+    """The XP ledger rows of ``user``: (source, amount, reference), oldest first."""
+    with closing(sqlite3.connect(world.database)) as db:
+        return db.execute(
+            "SELECT xp_ledger.source, xp_ledger.amount, xp_ledger.reference FROM xp_ledger "
+            "JOIN members ON members.id = xp_ledger.member_id WHERE members.user_id = ? "
+            "ORDER BY xp_ledger.id",
+            (user.id,),
+        ).fetchall()
+
+
+async def _publish(world: World, text: str) -> None:
+    handle = await world.slash(world.owner, "admin quest-add", file=("added.yaml", text.encode()))
+    preview = await handle.wait_for(lambda m: bool(m.components), timeout=10)
+    click = await world.fake.click_button(preview, _custom_id(preview, "Publish"))
+    assert "Published" in (await click.original()).content
+
+
+async def test_an_added_quests_build_task_is_graded_and_regraded(world: World) -> None:
+    await _setup(world)  # publishing needs the server's settings row
+    await _publish(world, ADDED_QUEST)
+    learner = world.learner()
+    handle = await world.submit(
+        learner, (SOLUTIONS / "correct.py").read_bytes(), task="matmul-again/three-ways"
+    )
+    verdict = await handle.wait_for(lambda m: m.content.startswith(("Passed", "Error")), 60)
+    assert verdict.content.startswith("Passed") and "+45 XP" in verdict.content, verdict.content
+    assert "Three ways, again" in verdict.content
+    assert _task_ledger(world, learner) == [("task", 45, "matmul-again/three-ways")]
+    number = int(verdict.content.split("Submission #")[1].split(" ")[0])
+
+    again = await world.slash(world.owner, "admin regrade", submission=number)
+    assert "queued for grading again" in (await again.original()).content
+    dm = await world.fake.wait_for_dm(
+        learner, lambda m: m.content.startswith(("Passed", "Error")), 60
+    )
+    assert dm.content.startswith("Passed") and "No new XP" in dm.content, dm.content
+    assert _task_ledger(world, learner) == [("task", 45, "matmul-again/three-ways")]  # not twice
+
+    off = await world.slash(world.owner, "admin quest-disable", quest="matmul-again")
+    assert "no longer on this server's map" in (await off.original()).content
+    gone = await world.slash(world.owner, "admin regrade", submission=number)
+    reply = (await gone.original()).content
+    assert f"Submission #{number} is for `matmul-again/three-ways`, which is no longer" in reply
+
+
+async def test_quest_add_refuses_an_interface_its_grader_does_not_call(world: World) -> None:
+    text = ADDED_QUEST.replace("      - matmul_columns(A, B) -> Tensor\n", "")
+    line = text.splitlines().index("    interface:") + 1
+    handle = await world.slash(world.owner, "admin quest-add", file=("added.yaml", text.encode()))
+    reply = await handle.original(timeout=10)
+    assert not reply.components  # nothing to publish
+    assert (
+        f"• added.yaml:{line}: interface names matmul_loops, matmul_dot but grader "
+        "`matmul_three_ways` calls matmul_loops, matmul_dot, matmul_columns"
+    ) in reply.content, reply.content

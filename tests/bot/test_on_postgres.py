@@ -20,7 +20,9 @@ import pytest_asyncio
 from bot.db import migrate
 from bot.grading.queue import JOBS_CHANNEL
 from tests.bot.conftest import World, start_world
+from tests.bot.test_admin import ADDED_QUEST, _publish
 from tests.postgres_server import PostgresServer
+from tests.support import SOLUTIONS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -107,3 +109,28 @@ async def test_the_ledger_refuses_update_and_delete(world: World, db: asyncpg.Co
             await db.execute(statement, member_id)
     amounts = await db.fetch("SELECT amount FROM xp_ledger WHERE member_id = $1", member_id)
     assert [row["amount"] for row in amounts] == [20]
+
+
+async def test_a_quest_added_before_setup_is_graded_and_pays_on_postgresql(
+    world: World, db: asyncpg.Connection
+) -> None:
+    # Published before any /admin setup (the server has no settings row yet), then graded by
+    # the local worker from the job's own spec: nothing of this quest is in quests/.
+    await _publish(world, ADDED_QUEST)
+    learner = world.learner()
+    handle = await world.submit(
+        learner, (SOLUTIONS / "correct.py").read_bytes(), task="matmul-again/three-ways"
+    )
+    verdict = await handle.wait_for(lambda m: m.content.startswith(("Passed", "Error")), 90)
+    assert verdict.content.startswith("Passed") and "+45 XP" in verdict.content, verdict.content
+    member_id = await db.fetchval("SELECT id FROM members WHERE user_id = $1", learner.id)
+    rows = await db.fetch(
+        "SELECT source, amount, reference FROM xp_ledger WHERE member_id = $1", member_id
+    )
+    assert [tuple(row) for row in rows] == [("task", 45, "matmul-again/three-ways")]
+    spec = await db.fetchval(
+        "SELECT spec FROM grading_jobs JOIN submissions ON submissions.id = submission_id "
+        "WHERE submissions.member_id = $1",
+        member_id,
+    )
+    assert '"grader": "matmul_three_ways"' in spec  # the job carried what grading needed

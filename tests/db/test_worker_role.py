@@ -19,6 +19,8 @@ from bot.db.setup import grant_worker_role
 from bot.errors import UserError
 from bot.grading import heartbeat, queue
 from bot.grading.capabilities import Capabilities
+from bot.grading.job_spec import JobSpec
+from graders.base import Verdict
 from tests.postgres_server import PostgresServer
 from tests.support import add_member, queue_submission, run_cli
 
@@ -56,16 +58,12 @@ async def test_the_role_runs_the_queue(owner_url: str, worker_engine: AsyncEngin
     await heartbeat.beat(sessions, "w1", Capabilities())
     job = await queue.claim(sessions, "w1")
     assert job is not None
+    assert JobSpec.from_json(job.spec).source == "pass\n"  # the job carries the code
     async with sessions() as session:
-        row = (
-            await session.execute(
-                select(Submission.task_ref, Submission.content).where(
-                    Submission.id == job.submission_id
-                )
-            )
-        ).one()
-    assert row.content == b"pass\n"
-    assert await queue.complete(sessions, job, {"status": "passed", "score": 1.0})
+        task_ref = await session.scalar(
+            select(Submission.task_ref).where(Submission.id == job.submission_id)
+        )
+    assert await queue.complete(sessions, job, Verdict(task_ref, "passed", 1.0, (), "ok"))
     await heartbeat.forget(sessions, "w1")
 
 
@@ -75,11 +73,20 @@ async def test_the_role_runs_the_queue(owner_url: str, worker_engine: AsyncEngin
         select(XpEntry.id),
         select(Member.user_id),
         select(Submission.member_id),
+        select(Submission.content),
         insert(XpEntry).values(guild_id=1, member_id=1, amount=1000, reason="x", source="admin"),
         delete(Submission),
         text("CREATE TABLE stolen (x int)"),
     ],
-    ids=["read-ledger", "read-members", "read-submitter", "write-ledger", "delete", "create"],
+    ids=[
+        "read-ledger",
+        "read-members",
+        "read-submitter",
+        "read-upload",  # the job's spec carries the prepared source; the upload stays private
+        "write-ledger",
+        "delete",
+        "create",
+    ],
 )
 async def test_the_role_can_do_nothing_else(
     owner_url: str, worker_engine: AsyncEngine, statement: object

@@ -18,6 +18,8 @@ class Fault:
     route: str | None
     remaining: int
     retry_after: float
+    #: matching requests still let through before the fault starts firing
+    after: int = 0
 
 
 class FaultPlan:
@@ -35,6 +37,9 @@ class FaultPlan:
         """The first pending fault for this request, used up by one."""
         for fault in self._faults:
             if fault.route is None or fault.route == key:
+                if fault.after > 0:
+                    fault.after -= 1
+                    continue
                 fault.remaining -= 1
                 if fault.remaining == 0:
                     self._faults.remove(fault)

@@ -406,15 +406,22 @@ class FakeDiscord:
     # faults
 
     def inject_fault(
-        self, status: int, *, route: str | None = None, times: int = 1, retry_after: float = 0.05
+        self,
+        status: int,
+        *,
+        route: str | None = None,
+        times: int = 1,
+        retry_after: float = 0.05,
+        after: int = 0,
     ) -> None:
-        """The next ``times`` requests to ``route`` (any route when None) get ``status``.
+        """The next ``times`` requests to ``route`` (any route when None) get ``status``, once
+        ``after`` of them have gone through (e.g. ``after=1``: the second part of a post).
 
         429s carry ``retry_after`` seconds; 5xx make discord.py sleep 1 s, 3 s... between tries.
         """
         if route is not None:
             self._check_route(route)
-        self._ctx.faults.add(Fault(status, route, times, retry_after))
+        self._ctx.faults.add(Fault(status, route, times, retry_after, after))
 
     def clear_faults(self) -> None:
         self._ctx.faults.clear()

@@ -60,3 +60,16 @@ async def test_forget_and_prune_remove_rows(engine: AsyncEngine) -> None:
     async with sessions() as session:
         names = (await session.execute(select(WorkerHeartbeat.name))).scalars().all()
     assert names == ["stays"]
+
+
+async def test_a_killed_worker_stops_counting_within_three_beats(engine: AsyncEngine) -> None:
+    """A live worker's row is at most a beat and a slow write old; a dead one's ages past three
+    beats, and then the bot warns instead of promising a grader that is gone."""
+    sessions = make_sessionmaker(engine)
+    await heartbeat.beat(sessions, "cpu-1", Capabilities())
+    await _age(engine, "cpu-1", 2.5 * heartbeat.BEAT_S)  # one late beat: still live
+    async with sessions() as session:
+        assert await heartbeat.capable_worker_seen(session, Requirements(), utcnow())
+    await _age(engine, "cpu-1", 3.5 * heartbeat.BEAT_S)  # killed: no beat for three periods
+    async with sessions() as session:
+        assert not await heartbeat.capable_worker_seen(session, Requirements(), utcnow())

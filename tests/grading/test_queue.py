@@ -17,8 +17,11 @@ from bot.db.models import GradingJob, Submission
 from bot.db.types import utcnow
 from bot.grading import queue
 from bot.grading.capabilities import Capabilities, Requirements
+from graders.base import Check, Verdict
 from tests.postgres_server import PostgresServer
-from tests.support import REPO, add_member, queue_submission
+from tests.support import BUILD_TASK, REPO, add_member, queue_submission
+
+PASSED = Verdict(BUILD_TASK, "passed", 1.0, (Check("values", True, "match"),), "ok")
 
 
 async def _submit(
@@ -40,11 +43,11 @@ async def test_claim_complete_and_position(engine: AsyncEngine) -> None:
     async with sessions() as session:
         assert await queue.position(session, second) == 2  # the running one is still ahead
         assert (await session.get(Submission, job.submission_id)).status == "grading"
-    verdict = {"status": "passed", "score": 1.0, "checks": [], "feedback": "ok"}
-    assert await queue.complete(sessions, job, verdict)
+    assert await queue.complete(sessions, job, PASSED)
     async with sessions() as session:
         stored = await session.get(Submission, job.submission_id)
-        assert stored.status == "passed" and stored.verdict == verdict
+        assert stored.status == "passed" and Verdict.from_json(stored.verdict) == PASSED
+        assert stored.score == 1.0
         assert stored.finished_at is not None
         assert await queue.position(session, second) == 1
 
@@ -97,10 +100,10 @@ async def test_expired_lease_is_reclaimed_and_fences_the_old_owner(engine: Async
     again = await queue.claim(sessions, "other")
     assert again is not None and again.job_id == job_id and again.attempt == 2
     assert not await queue.renew(sessions, dead)
-    stale = {"status": "failed", "score": 0.0, "checks": [], "feedback": "stale"}
+    stale = Verdict(BUILD_TASK, "failed", 0.0, (), "stale")
     assert not await queue.complete(sessions, dead, stale)
     assert await queue.renew(sessions, again)
-    assert await queue.complete(sessions, again, {"status": "passed", "score": 1.0})
+    assert await queue.complete(sessions, again, PASSED)
     async with sessions() as session:
         assert (await session.get(Submission, again.submission_id)).status == "passed"
 
@@ -116,16 +119,21 @@ async def test_attempts_run_out_as_internal_error(engine: AsyncEngine) -> None:
     async with sessions() as session:
         job_row = await session.get(GradingJob, job_id)
         submission = await session.get(Submission, job_row.submission_id)
-    assert job_row.status == "dead" and "3 times" in job_row.error
-    assert submission.status == "error"
-    assert submission.verdict["internal"] is True
-    assert "not your fault" in submission.verdict["feedback"]
+    words = (
+        "internal error: grading failed 3 times without a verdict. This is not your fault and "
+        "costs you nothing: resubmit, or ask a moderator to regrade it."
+    )
+    assert job_row.status == "dead" and job_row.error == words
+    assert submission.status == "error" and submission.score is None
+    assert Verdict.from_json(submission.verdict) == Verdict.internal_error(BUILD_TASK, words)
+    assert Verdict.from_json(job_row.result) == Verdict.internal_error(BUILD_TASK, words)
 
 
 CLAIMER = """
 import asyncio, sys
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.grading import queue
+from graders.base import Verdict
 
 async def main(url, name):
     engine = make_engine(url)
@@ -133,7 +141,7 @@ async def main(url, name):
     got = []
     while (job := await queue.claim(sessions, name)) is not None:
         got.append(job.job_id)
-        await queue.complete(sessions, job, {"status": "passed", "score": 1.0})
+        await queue.complete(sessions, job, Verdict("t/t", "passed", 1.0, (), "ok"))
     await engine.dispose()
     print(" ".join(map(str, got)))
 

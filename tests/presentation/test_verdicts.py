@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from bot.presentation import style
-from bot.presentation.verdicts import queued_text, verdict_text
+from bot.presentation.verdicts import (
+    delivered_verdict,
+    queued_text,
+    verdict_notice,
+    verdict_text,
+)
+from bot.progress.awards import NO_AWARD, Award
 from graders.base import Check, Verdict
 from tests.presentation.discord_check import assert_sendable, text_of
 
@@ -13,7 +20,7 @@ TASK = "go-brrrr/matmul-three-ways"
 TITLE = "Matrix multiply, three ways"
 
 
-def verdict(status: str = "passed", score: float = 1.0, **changes: Any) -> dict[str, Any]:
+def verdict(status: str = "passed", score: float = 1.0, **changes: Any) -> Verdict:
     fields: dict[str, Any] = {
         "task": TASK,
         "status": status,
@@ -27,18 +34,18 @@ def verdict(status: str = "passed", score: float = 1.0, **changes: Any) -> dict[
         "device": "cuda",
         **changes,
     }
-    return Verdict(**fields).to_json()
+    return Verdict(**fields)
 
 
-def render(data: dict[str, Any], **award: Any) -> tuple[str, Any]:
-    args = {"task_title": TITLE, "xp_added": 0, "level_up": None, "streak_bonus": 0, **award}
-    content, embed = verdict_text(data, **args)
+def render(data: Verdict, task_title: str = TITLE, **award: int) -> tuple[str, Any]:
+    content, embed = verdict_text(data, task_title=task_title, award=replace(NO_AWARD, **award))
     assert_sendable(content=content, embeds=[embed])
     return content, embed
 
 
 def test_passed_with_xp_streak_bonus_and_level_up() -> None:
-    content, embed = render(verdict(), xp_added=60, streak_bonus=10, level_up=(3, 4))
+    award = {"xp_added": 60, "streak_bonus": 10, "old_level": 3, "new_level": 4}
+    content, embed = render(verdict(), **award)
     first, second = content.splitlines()
     assert first == f"Passed **{TITLE}** with a score of 100%. +60 XP (+10 XP streak bonus)"
     assert second == "Level up! You reached level 4."
@@ -67,8 +74,45 @@ def test_failed_shows_the_failing_check() -> None:
 def test_error_is_not_charged_to_the_learner() -> None:
     content, embed = render(verdict("error", 0.0, checks=()))
     assert content.startswith("Error: grading")
-    assert "not charged to you" in content and "%" not in content
+    assert "not your fault" in content and "%" not in content
     assert embed.colour == style.ERROR
+
+
+def test_a_dead_job_is_one_message_that_is_not_the_members_fault() -> None:
+    """What ``queue`` stores when a job exhausted its attempts, as the member receives it."""
+    dead = Verdict.internal_error(
+        TASK,
+        "internal error: grading failed 3 times without a verdict. This is not your fault and "
+        "costs you nothing: resubmit, or ask a moderator to regrade it.",
+    )
+    content, embed = delivered_verdict(
+        dead, task_title=TITLE, award=NO_AWARD, submission_id=7, task_ref=TASK
+    )
+    assert_sendable(content=content, embeds=[embed])
+    outcome, reference = content.splitlines()
+    assert outcome == (
+        f"Error: grading **{TITLE}** failed on our side (an internal error). This is not your "
+        "fault and nothing is lost: submit it again, or ask a moderator to regrade it."
+    )
+    assert reference == f"Submission #7 · `{TASK}`"
+    assert "XP" not in content
+    assert "grading failed 3 times" in embed.description
+    assert embed.footer.text == TASK  # nothing was graded: no time, no device
+
+
+def test_notice_in_a_channel_keeps_the_feedback_private() -> None:
+    secret = verdict("failed", 0.5, feedback="your line `password = 'hunter2'` is wrong")
+    notice = verdict_notice(secret, task_title=TITLE, award=NO_AWARD, submission_id=9, user_id=42)
+    assert_sendable(content=notice)
+    assert notice.startswith(f"<@42> Failed **{TITLE}** with a score of 50%.")
+    assert "(submission #9)" in notice and "`/submissions`" in notice
+    assert "hunter2" not in notice and "no forbidden ops" not in notice
+
+
+def test_award_comes_from_the_typed_award() -> None:
+    award = Award(old_level=1, new_level=1, xp_added=30, streak_bonus=0, new_total=90, streak=1)
+    content, _ = verdict_text(verdict(score=0.5), task_title=TITLE, award=award)
+    assert content == f"Passed **{TITLE}** with a score of 50%. +30 XP"
 
 
 def test_notes_are_listed() -> None:
@@ -80,7 +124,7 @@ def test_notes_are_listed() -> None:
 def test_huge_feedback_still_fits() -> None:
     checks = tuple(Check(f"check {n}", n % 2 == 0, "m" * 2000) for n in range(500))
     data = verdict("failed", 0.5, feedback="f" * 50_000, checks=checks, notes=("n" * 900,) * 50)
-    content, embed = render(data, task_title="T" * 5000)
+    content, embed = render(data, "T" * 5000)
     assert content.startswith("Failed")
     assert "✓ **check 0**" in embed.description
     assert "more checks not shown." in embed.description
@@ -89,7 +133,7 @@ def test_huge_feedback_still_fits() -> None:
 
 def test_learner_text_cannot_ping() -> None:
     data = verdict(feedback="@everyone look", notes=("<@&42>",))
-    content, embed = render(data, task_title="@here")
+    content, embed = render(data, "@here")
     assert "@here" not in content
     assert "@everyone" not in text_of([embed]) and "<@&42>" not in text_of([embed])
 

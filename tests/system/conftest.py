@@ -1,7 +1,27 @@
 """The whole system as separate processes: the real bot, real ``brrrbot worker`` processes and
 the loopback fake Discord, so faults can be injected by killing any of them with SIGKILL.
 
-Everything is checked afterwards in the bot's SQLite file and in what the fake recorded.
+Everything is checked afterwards in the bot's database and in what the fake recorded.
+
+Backends.  ``start_system(tmp_path)`` runs on SQLite (the bot's default file in its working
+directory).  A test that should also run on PostgreSQL takes the ``backend`` fixture and passes
+it on; it then runs once per backend (ids ``[sqlite]`` and ``[postgresql]``)::
+
+    async def test_something(tmp_path: Path, backend: Backend) -> None:
+        async with start_system(tmp_path, backend) as system:
+            ...
+
+(only PostgreSQL: ``@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)``).
+The PostgreSQL run gets a fresh, empty database on the session's throwaway server, which the
+bot migrates at start; without the server binaries it skips with the reason, unless
+``BRRRBOT_REQUIRE_POSTGRES=1`` (see tests/conftest.py).  Keep to ``system.query`` (``?``
+placeholders, SQLite-shaped rows on both backends: see tests/system/database.py) and
+``system.database_url``; ``system.database`` (the SQLite file) is for tests of SQLite itself.
+Each backend run costs a whole system test: opt in where the backend matters (the queue's
+claims and leases, the ledger, delivery), not everywhere.
+
+After each test, every system whose bot was started has its database checked with
+``brrrbot db verify``, as an operator runs it (``invariant_problems``); a problem fails the test.
 """
 
 from __future__ import annotations
@@ -11,7 +31,6 @@ import contextlib
 import itertools
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -19,12 +38,16 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from tests.faked_clock import faked_clock_env
 from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, User
 from tests.fakediscord.gateway import Session
 from tests.fakediscord.handle import InteractionHandle
 from tests.fakediscord.process import BotProcess
-from tests.support import REPO, SEED_QUESTS
+from tests.postgres_server import BACKENDS, PostgresServer
+from tests.support import REPO, SEED_QUESTS, database_problems
+from tests.system.database import SystemDatabase
 
 CORRECT = (REPO / "tests" / "graders" / "solutions" / "correct.py").read_bytes()
 BUILD = "go-brrrr/matmul-three-ways"
@@ -114,6 +137,26 @@ class WorkerProcess:
         await all_gone(below, 30, f"the zygote of worker {self.pid}")
 
 
+@dataclass(frozen=True)
+class Backend:
+    """The database a system runs on; ``url`` None: the bot's default SQLite file."""
+
+    name: str
+    url: str | None = None
+
+
+SQLITE = Backend("sqlite")
+
+
+@pytest.fixture(params=BACKENDS)
+async def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each backend in turn, for the system tests that take it (see the module's docstring)."""
+    if request.param == "sqlite":
+        return SQLITE
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return Backend("postgresql", await server.create_database(migrated=False))
+
+
 @dataclass
 class System:
     fake: FakeDiscord
@@ -121,6 +164,7 @@ class System:
     quests: Channel
     workdir: Path
     env: dict[str, str]
+    db: SystemDatabase
     bot: BotProcess | None = None
     workers: list[WorkerProcess] = field(default_factory=list)
     #: processes the test found and must not leave behind, whatever happens
@@ -129,8 +173,19 @@ class System:
     _session: Session | None = None
 
     @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.db.backend
+
+    @property
+    def database_url(self) -> str:
+        """The ``DATABASE_URL`` of the bot and its workers."""
+        return self.db.url
+
+    @property
     def database(self) -> Path:
-        return self.workdir / "data" / "brrrbot.sqlite3"
+        """The SQLite file; fails on PostgreSQL, so an SQLite-only step says so."""
+        return self.db.sqlite_file
 
     def learner(self) -> User:
         user = self.fake.add_user(f"learner{next(self._names)}")
@@ -163,7 +218,7 @@ class System:
         env = {
             "PATH": os.environ["PATH"],
             "PYTHONPATH": str(REPO),
-            "DATABASE_URL": f"sqlite+aiosqlite:///{self.database}",
+            "DATABASE_URL": self.database_url,
             "QUESTS_DIR": str(SEED_QUESTS),
             "LEASE_SECONDS": str(LEASE_SECONDS),
             **faked_clock_env(),
@@ -211,13 +266,20 @@ class System:
         return len(edits) + sum(1 for route, _ in sent if not route.startswith("PATCH /webhooks"))
 
     def query(self, sql: str, *args: object) -> list[tuple]:
-        with contextlib.closing(sqlite3.connect(self.database, timeout=30)) as db:
-            return db.execute(sql, args).fetchall()
+        """One statement with ``?`` placeholders, on either backend; rows in SQLite's shapes."""
+        return self.db.query(sql, *args)
 
 
 @contextlib.asynccontextmanager
-async def start_system(tmp_path: Path, **settings: str) -> AsyncIterator[System]:
-    """The fake and its world; the test starts the bot and workers it needs."""
+async def start_system(
+    tmp_path: Path, backend: Backend = SQLITE, **settings: str
+) -> AsyncIterator[System]:
+    """The fake and its world on ``backend``; the test starts the bot and workers it needs.
+
+    Afterwards everything is stopped and, if a bot was started, the database is checked for
+    the project's invariants: a problem fails a test that had passed (and is printed beside
+    the failure of one that had not).
+    """
     fake = FakeDiscord(heartbeat_interval=1.0)
     guild = fake.add_guild("brrr study group")
     quests = fake.add_channel(guild, "quests")
@@ -232,24 +294,69 @@ async def start_system(tmp_path: Path, **settings: str) -> AsyncIterator[System]
         "LEASE_SECONDS": str(LEASE_SECONDS),
         **settings,
     }
+    if backend.url is not None:
+        env["DATABASE_URL"] = backend.url
+    # the SQLite run leaves DATABASE_URL unset: the bot's default file, as a user starts it
+    url = backend.url or f"sqlite+aiosqlite:///{tmp_path / 'data' / 'brrrbot.sqlite3'}"
     async with fake:
-        system = System(fake, guild, quests, tmp_path, env)
+        system = System(fake, guild, quests, tmp_path, env, SystemDatabase(url))
+        passed = False
         try:
             yield system
+            passed = True
         finally:
-            for worker in system.workers:
-                await worker.stop()
-            for pid in system.reap:
-                if alive(pid):
-                    print(f"--- killing leftover process {pid} ---")
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
-            if system.bot is not None:
-                with contextlib.suppress(AssertionError):
-                    await system.stop_bot()
-                print("--- bot output (tail) ---\n" + system.bot.output[-6000:])
-            for worker in system.workers:
-                print(f"--- worker {worker.pid} (tail) ---\n" + worker.output()[-2000:])
+            try:
+                await _stop_everything(system)
+                if system.bot is not None:
+                    problems = await invariant_problems(system)
+                    if problems:
+                        report = f"the {system.backend} database after the test:\n" + "\n".join(
+                            problems
+                        )
+                        if passed:
+                            raise AssertionError(report)
+                        print(f"--- {report}")
+            finally:
+                system.db.close()
+
+
+async def _stop_everything(system: System) -> None:
+    """Workers, leftovers, the bot; their output's tail is printed for a failing test."""
+    for worker in system.workers:
+        await worker.stop()
+    for pid in system.reap:
+        if alive(pid):
+            print(f"--- killing leftover process {pid} ---")
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    if system.bot is not None:
+        with contextlib.suppress(AssertionError):
+            await system.stop_bot()
+        print("--- bot output (tail) ---\n" + system.bot.output[-6000:])
+    for worker in system.workers:
+        print(f"--- worker {worker.pid} (tail) ---\n" + worker.output()[-2000:])
+
+
+async def invariant_problems(system: System) -> list[str]:
+    """What ``brrrbot db verify`` finds wrong in the system's database (``database_problems``)."""
+    env = {"DATABASE_URL": system.database_url, "LEASE_SECONDS": system.env["LEASE_SECONDS"]}
+    return await asyncio.to_thread(database_problems, system.workdir, env)
+
+
+def ledger_mismatches(system: System) -> list[str]:
+    """Members whose stored all-time total differs from the sum of their ledger rows."""
+    rows = system.query(
+        "SELECT members.id, COALESCE(member_xp.xp, 0), (SELECT COALESCE(SUM(amount), 0) "
+        "FROM xp_ledger WHERE xp_ledger.member_id = members.id) FROM members "
+        "LEFT JOIN member_xp ON member_xp.member_id = members.id "
+        "AND member_xp.period_kind = 'all' AND member_xp.period_key = 'all' "
+        "WHERE COALESCE(member_xp.xp, 0) != (SELECT COALESCE(SUM(amount), 0) FROM xp_ledger "
+        "WHERE xp_ledger.member_id = members.id)"
+    )
+    return [
+        f"member {member}: all-time total {total} XP, ledger sum {ledger} XP"
+        for member, total, ledger in rows
+    ]
 
 
 def check_database(system: System) -> None:
@@ -261,14 +368,7 @@ def check_database(system: System) -> None:
         "OR settled_at IS NULL OR delivered_at IS NULL OR delivered_via = 'undeliverable'"
     )
     assert not open_, open_
-    mismatched = system.query(
-        "SELECT members.id, member_xp.xp, (SELECT COALESCE(SUM(amount), 0) FROM xp_ledger "
-        "WHERE xp_ledger.member_id = members.id) FROM members "
-        "LEFT JOIN member_xp ON member_xp.member_id = members.id "
-        "AND member_xp.period_kind = 'all' AND member_xp.period_key = 'all' "
-        "WHERE COALESCE(member_xp.xp, 0) != (SELECT COALESCE(SUM(amount), 0) FROM xp_ledger "
-        "WHERE xp_ledger.member_id = members.id)"
-    )
+    mismatched = ledger_mismatches(system)
     assert not mismatched, mismatched
     paid_twice = system.query(
         "SELECT member_id, reference, COUNT(*), SUM(amount) FROM xp_ledger WHERE source = 'task' "

@@ -38,6 +38,7 @@ SUBCOMMANDS = [
     "admin xp",
     "admin regrade",
     "admin export",
+    "admin deliveries",
 ]
 REFUSED = "Only moderators can use /admin"
 
@@ -68,6 +69,7 @@ def _options(world: World, name: str) -> dict[str, object]:
         "admin xp": {"member": world.learner(), "amount": 1, "reason": "permission test"},
         "admin regrade": {"submission": 999_999},
         "admin export": {},
+        "admin deliveries": {},
     }[name]
 
 
@@ -86,6 +88,13 @@ async def _run(world: World, user: User, name: str) -> str:
     reply = await handle.wait_for(lambda m: not m.loading, timeout=15)
     assert reply.ephemeral
     return reply.content
+
+
+def test_every_admin_subcommand_is_checked_here(world: World) -> None:
+    """A new /admin subcommand must join the permission test below."""
+    (admin,) = [c for c in world.fake.commands() if c.name == "admin"]
+    registered = {f"admin {option['name']}" for option in admin.data["options"]}
+    assert registered == set(SUBCOMMANDS)
 
 
 @pytest.mark.parametrize("name", SUBCOMMANDS)

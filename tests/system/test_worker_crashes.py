@@ -1,5 +1,5 @@
 """Workers killed with SIGKILL at random points while 20 jobs are graded: nothing is lost,
-nothing is delivered or paid twice."""
+nothing is delivered or paid twice; on SQLite and on PostgreSQL (leases, SKIP LOCKED claims)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from tests.system.conftest import (
     FINISHED,
     LEASE_SECONDS,
+    Backend,
     check_database,
     start_system,
     until,
@@ -20,9 +21,9 @@ KILLS = 3
 SEED = 20261129
 
 
-async def test_killed_workers_lose_nothing_and_pay_once(tmp_path: Path) -> None:
+async def test_killed_workers_lose_nothing_and_pay_once(tmp_path: Path, backend: Backend) -> None:
     rng = random.Random(SEED)  # the kill points are reproducible
-    async with start_system(tmp_path) as system:
+    async with start_system(tmp_path, backend) as system:
         await system.start_bot()
         worker = system.start_worker()  # starts warming up while the jobs are queued
         members = [system.learner() for _ in range(JOBS)]
@@ -70,6 +71,6 @@ async def test_killed_workers_lose_nothing_and_pay_once(tmp_path: Path) -> None:
         assert taken_over >= 1  # at least one job really was interrupted and graded again
         check_database(system)
         print(
-            f"worker crashes: {JOBS} jobs, {kills} kills, {taken_over} jobs re-graded, "
-            f"statuses {sorted(set(statuses.values()))}"
+            f"worker crashes on {system.backend}: {JOBS} jobs, {kills} kills, "
+            f"{taken_over} jobs re-graded, statuses {sorted(set(statuses.values()))}"
         )
