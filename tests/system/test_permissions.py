@@ -90,7 +90,7 @@ async def _run(world: World, user: User, name: str) -> str:
     return reply.content
 
 
-def test_every_admin_subcommand_is_checked_here(world: World) -> None:
+async def test_every_admin_subcommand_is_checked_here(world: World) -> None:
     """A new /admin subcommand must join the permission test below."""
     (admin,) = [c for c in world.fake.commands() if c.name == "admin"]
     registered = {f"admin {option['name']}" for option in admin.data["options"]}
