@@ -16,9 +16,9 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from graders.cases import Case
+from graders.cases import CaseGrader
+from graders.comparison import Case, Mistake
 from graders.draws import draw_int, draw_normal
-from graders.mistakes import DiagnosedCase, DiagnosingGrader, Mistake
 from graders.tensors import dtype_name
 
 LIBRARY_ATTENTION = frozenset(
@@ -59,7 +59,7 @@ _WRONG_DIM = (
 )
 
 
-class Attention(DiagnosingGrader):
+class Attention(CaseGrader):
     name = "attention"
     interface: tuple[str, ...] = ("attention", "causal_attention")
     forbidden = FORBIDDEN
@@ -130,15 +130,15 @@ def _label(what: str, inputs: Inputs, dtype: torch.dtype) -> str:
 
 def _case(
     function: str, inputs: Inputs, dtype: torch.dtype, label: str, mistakes: dict[str, torch.Tensor]
-) -> DiagnosedCase:
+) -> Case:
     expected = F.scaled_dot_product_attention(*inputs, is_causal=function == "causal_attention")
     rtol, atol = (1e-5, 1e-5) if dtype == torch.float32 else (1e-9, 1e-10)
     known = tuple(Mistake(out.to(dtype), why) for why, out in mistakes.items())
     args = tuple(t.to(dtype) for t in inputs)
-    return DiagnosedCase(function, args, expected.to(dtype), label, rtol, atol, mistakes=known)
+    return Case(function, args, expected.to(dtype), label, rtol, atol, mistakes=known)
 
 
-def _plain(inputs: Inputs, dtype: torch.dtype, what: str) -> DiagnosedCase:
+def _plain(inputs: Inputs, dtype: torch.dtype, what: str) -> Case:
     inputs = tuple(t.to(dtype).double() for t in inputs)  # the reference sees rounded inputs
     q, k, v = inputs
     d, sq, sk = q.shape[-1], q.shape[2], k.shape[2]
@@ -153,7 +153,7 @@ def _plain(inputs: Inputs, dtype: torch.dtype, what: str) -> DiagnosedCase:
     return _case("attention", inputs, dtype, _label(what, inputs, dtype), mistakes)
 
 
-def _causal(inputs: Inputs, dtype: torch.dtype, what: str) -> DiagnosedCase:
+def _causal(inputs: Inputs, dtype: torch.dtype, what: str) -> Case:
     inputs = tuple(t.to(dtype).double() for t in inputs)
     q, k, v = inputs
     d, s = q.shape[-1], q.shape[2]

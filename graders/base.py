@@ -21,9 +21,18 @@ VerdictStatus = Literal["passed", "failed", "error"]
 
 @dataclass(frozen=True)
 class Check:
+    """One line of a verdict.  ``checked`` is False for a check that was not made (a rule
+    that only counts once results are right): it earns nothing, yet is no mistake."""
+
     name: str
     passed: bool
     message: str
+    checked: bool = True
+
+    @property
+    def mark(self) -> str:
+        """How the check is shown: passed, failed or not checked."""
+        return "✓" if self.passed else ("✗" if self.checked else "–")
 
 
 class BadVerdict(ValueError):
@@ -83,6 +92,7 @@ class Plan:
 
     calls: tuple[Call, ...]
     expected: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0  # the draw; ``brrrbot grade --seed`` replays it exactly
 
 
 class Grader(Protocol):

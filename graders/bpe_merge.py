@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from graders.cases import Case
+from graders.cases import CaseGrader
+from graders.comparison import Case, Mistake
 from graders.draws import draw_int
-from graders.mistakes import DiagnosedCase, DiagnosingGrader, Mistake
 
 HINT = (
     "Count every adjacent pair (ids[i], ids[i + 1]), overlaps included; pick the most "
@@ -106,7 +106,7 @@ CRAFTED: tuple[tuple[str, list[int]], ...] = (
 )
 
 
-class BpeMerge(DiagnosingGrader):
+class BpeMerge(CaseGrader):
     name = "bpe_merge"
     interface: tuple[str, ...] = ("bpe_merge_step",)
     hints = HINTS
@@ -124,7 +124,7 @@ class BpeMerge(DiagnosingGrader):
         return [_case(label, ids) for label, ids in corpora]
 
 
-def _case(what: str, ids: list[int]) -> DiagnosedCase:
+def _case(what: str, ids: list[int]) -> Case:
     expected = merge_step(ids)
     mistakes = tuple(
         Mistake(torch.tensor(wrong(ids), dtype=torch.int64), why)
@@ -133,7 +133,7 @@ def _case(what: str, ids: list[int]) -> DiagnosedCase:
     )
     tensor = torch.tensor(ids, dtype=torch.int64)
     label = what if len(ids) > 12 else f"{what} {ids}"
-    return DiagnosedCase(
+    return Case(
         "bpe_merge_step",
         (tensor,),
         torch.tensor(expected, dtype=torch.int64),

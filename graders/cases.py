@@ -1,50 +1,33 @@
 """Graders made of cases: call each learner function on fresh inputs, compare with a
 trusted reference computed here, and check it avoided the calls the task forbids.
 
-A subclass says only what is particular to its task: ``make_cases`` (inputs and the
-expected outputs, from a seeded generator), the interface, the forbidden names per
-function, and the feedback.  Scoring: one check per function for correct results, one
-more for each function with forbidden names (awarded only when its results are correct
-too, so an empty stub earns nothing), and any checks ``extra_checks`` adds.
+A subclass says only what is particular to its task: ``fixed_cases`` (the same in every
+plan, chosen so each common mistake fails them whatever the seed), ``make_cases`` (drawn
+from the plan's seeded generator, for coverage), the interface, the forbidden names per
+function and the feedback.  Scoring: one check per function for correct results, one
+more for each function with forbidden names (made only once its results are correct, so
+an empty stub earns nothing), and any checks ``extra_checks`` adds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import torch
 
 from bot.sandbox.api import Call, CallResult, GiB, Limits, SandboxResult
 from graders.base import Check, Plan, Verdict, VerdictStatus
+from graders.comparison import Case, compare
 from graders.job_status import job_verdict
+from graders.mistakes import diagnose
 from graders.source_scan import Rules, forbidden_ops, scan
-from graders.tensors import dtype_name, from_raw, to_raw
-from graders.tracebacks import summarise_error
+from graders.tensors import to_raw
 
 _MAX_LISTED = 3
-
-
-@dataclass(frozen=True)
-class Case:
-    """One call and what it must return.  ``expected`` never leaves this process."""
-
-    function: str
-    args: tuple[torch.Tensor, ...]
-    expected: torch.Tensor
-    label: str
-    rtol: float = 1e-5
-    atol: float = 1e-6
-    check_dtype: bool = True
-    timed_runs: int = 0  # timing samples to take after the call (see bot.sandbox.timing)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    ok: bool
-    detail: str = ""
-    per_function: bool = False  # the same for every case (e.g. not defined): say it once
+#: inputs with at most this many numbers in all are shown in the feedback; larger ones
+#: get the command that replays the draw
+SMALL_INPUT = 12
 
 
 class CaseGrader:
@@ -62,7 +45,15 @@ class CaseGrader:
     hints: Mapping[str, str] = {}
     passed_feedback: str = "All checks passed."
 
+    #: said when a result has nan or inf where every expected entry is finite
+    nonfinite_hint: str = ""
+
+    def fixed_cases(self, device: str) -> list[Case]:
+        """Cases in every plan, whatever the seed (``drawn=False``); none by default."""
+        return []
+
     def make_cases(self, gen: torch.Generator, device: str) -> list[Case]:
+        """Cases drawn from ``gen``, the plan's seeded generator."""
         raise NotImplementedError
 
     def extra_checks(
@@ -73,12 +64,22 @@ class CaseGrader:
 
     def plan(self, seed: int, device: str) -> Plan:
         gen = torch.Generator().manual_seed(seed)
-        cases = tuple(self.make_cases(gen, device))
+        return self.plan_of([*self.fixed_cases(device), *self.make_cases(gen, device)], seed)
+
+    def plan_of(self, cases: Iterable[Case], seed: int = 0) -> Plan:
+        """A plan calling ``cases`` grouped by function in interface order (stable)."""
+        ordered = tuple(sorted(cases, key=lambda c: self.interface.index(c.function)))
         calls = tuple(
-            Call(c.function, tuple(to_raw(a) for a in c.args), c.label, timed_runs=c.timed_runs)
-            for c in cases
+            Call(
+                c.function,
+                tuple(to_raw(a) for a in c.args),
+                c.label,
+                trace=c.trace,
+                timed_runs=c.timed_runs,
+            )
+            for c in ordered
         )
-        return Plan(calls=calls, expected={"cases": cases})
+        return Plan(calls=calls, expected={"cases": ordered}, seed=seed)
 
     def judge(self, task: str, plan: Plan, result: SandboxResult, source: str) -> Verdict:
         early = job_verdict(task, result)
@@ -88,30 +89,46 @@ class CaseGrader:
         results = match_results(plan, result)
         checks: list[Check] = []
         for function, mine in by_function(self.interface, cases, results).items():
-            correct = self._correctness(function, mine)
+            correct = self._correctness(task, plan.seed, function, mine)
             checks.append(correct)
             if function in self.forbidden:
                 checks.append(self._avoids(function, source, recorded_ops(mine), correct.passed))
         checks += self.extra_checks(cases, results, result.device)
         return verdict_from_checks(task, checks, result, self.passed_feedback)
 
-    def _correctness(self, function: str, mine: Sequence[tuple[Case, CallResult | None]]) -> Check:
+    def _correctness(
+        self,
+        task: str,
+        seed: int,
+        function: str,
+        mine: Sequence[tuple[Case, CallResult | None]],
+    ) -> Check:
+        """All cases right, or the first failing one with what it was given (or how to
+        replay it), the task's hint and the likely cause when a known mistake explains it."""
         name = f"{function}: correct results"
         outcomes = [(c, compare(c, r)) for c, r in mine]
         failed = [(c, o) for c, o in outcomes if not o.ok]
         if not failed:
             return Check(name, True, f"all {len(outcomes)} cases correct")
         case, first = failed[0]
-        hint = f" {self.hints[function]}" if function in self.hints else ""
         if first.per_function:
-            return Check(name, False, f"{function} {first.detail}.{hint}")
-        message = f"failed {len(failed)} of {len(outcomes)} cases. {case.label}: {first.detail}."
-        others = [c.label for c, _ in failed[1:]]
-        if others:
-            more = len(others) - _MAX_LISTED
-            message += f" Also failing: {'; '.join(others[:_MAX_LISTED])}"
-            message += f" and {more} more." if more > 0 else "."
-        return Check(name, False, message + hint)
+            message = f"{function} {first.detail}."
+        else:
+            message = (
+                f"failed {len(failed)} of {len(outcomes)} cases. {case.label}: {first.detail}. "
+                f"{_reproduce(case, task, seed)}"
+            )
+            others = [c.label for c, _ in failed[1:]]
+            if others:
+                more = len(others) - _MAX_LISTED
+                message += f" Also failing: {'; '.join(others[:_MAX_LISTED])}"
+                message += f" and {more} more." if more > 0 else "."
+        cause = diagnose(mine, self.nonfinite_hint)
+        if cause:
+            message += f" Likely cause: {cause}"
+        elif function in self.hints:
+            message += f" {self.hints[function]}"
+        return Check(name, False, message)
 
     def _avoids(self, function: str, source: str, ops: list[str], correct: bool) -> Check:
         name = f"{function}: allowed operations only"
@@ -135,7 +152,7 @@ class CaseGrader:
         if not report.found:
             return Check(name, False, "not checked: it is not defined as a top-level def")
         if not correct:
-            return Check(name, False, "no forbidden call seen; it counts once results are right")
+            return Check(name, False, "not checked: it counts once results are right", False)
         return Check(name, True, f"uses none of: {', '.join(sorted(forbidden))}")
 
 
@@ -145,17 +162,17 @@ def verdict_from_checks(
     """One verdict for a grader's checks, so every grader words and scores it the same.
 
     ``score`` is the fraction passed; any failure fails the task, and the feedback points
-    at the first failing check, since fixing that one often fixes the rest.
+    at the first failing check, since fixing that one often fixes the rest.  It names the
+    check rather than repeating it: the checks are shown right below.
     """
-    failing = [c for c in checks if not c.passed]
-    passed = len(checks) - len(failing)
+    failing = [c for c in checks if not c.passed and c.checked]
+    passed = sum(c.passed for c in checks)
     feedback = (
-        f"{passed} of {len(checks)} checks passed. Start with {failing[0].name}: "
-        f"{failing[0].message}"
+        f"{passed} of {len(checks)} checks passed. Start with “{failing[0].name}” below."
         if failing
         else passed_feedback
     )
-    status: VerdictStatus = "failed" if failing else "passed"
+    status: VerdictStatus = "passed" if passed == len(checks) else "failed"
     score = passed / len(checks)
     return Verdict(task, status, score, tuple(checks), feedback, result.wall_s, result.device)
 
@@ -191,47 +208,17 @@ def recorded_ops(mine: Iterable[tuple[object, CallResult | None]]) -> list[str]:
     return [op for _, r in mine if r is not None for op in r.ops]
 
 
-def compare(case: Case, result: CallResult | None) -> Outcome:
-    """What one call returned (or raised), against the trusted expectation."""
-    if result is None:
-        return Outcome(False, "no result came back for this case")
-    if result.status == "raised":
-        return Outcome(False, f"raised {summarise_error(result.error)[1]}")
-    if result.status == "skipped":
-        return Outcome(False, f"was not run: {result.error or 'an earlier case failed'}")
-    if result.status == "not_defined":
-        return Outcome(False, "is not defined at the top level of your file", per_function=True)
-    if result.status == "not_callable":
-        return Outcome(False, f"is a {result.returned_type}, not a function", per_function=True)
-    if result.tensor is None:
-        kind = result.returned_type or "something else"
-        if result.error:
-            return Outcome(False, f"returned a {kind} the grader could not read: {result.error}")
-        return Outcome(False, f"returned a {kind}, not a torch.Tensor")
-    return compare_tensor(case, from_raw(result.tensor))
+def _reproduce(case: Case, task: str, seed: int) -> str:
+    """The failing input itself when it is small, else the command that replays the draw."""
+    if sum(a.numel() for a in case.args) <= SMALL_INPUT:
+        shown = ", ".join(_literal(a) for a in case.args)
+        return f"Input: {case.function}({shown})."
+    return f"Replay it: `brrrbot grade YOUR_FILE --task {task} --seed {seed}`."
 
 
-def compare_tensor(case: Case, got: torch.Tensor) -> Outcome:
-    want = case.expected
-    if tuple(got.shape) != tuple(want.shape):
-        return Outcome(False, f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}")
-    if case.check_dtype and got.dtype != want.dtype:
-        expected, actual = dtype_name(want.dtype), dtype_name(got.dtype)
-        return Outcome(False, f"expected dtype {expected}, got {actual}")
-    if want.dtype == torch.bool or not (want.is_floating_point() or got.is_floating_point()):
-        wrong = got.to(torch.int64) != want.to(torch.int64)
-        error = wrong.to(torch.float64)
-    else:
-        values, target = got.double(), want.double()
-        error = (values - target).abs()
-        wrong = ~torch.isclose(values, target, rtol=case.rtol, atol=case.atol, equal_nan=True)
-    if not bool(wrong.any()):
-        return Outcome(True)
-    index = tuple(int(i) for i in wrong.nonzero()[0])
-    where = f" at {index}" if index else ""
-    return Outcome(
-        False,
-        f"{int(wrong.sum())} of {wrong.numel()} entries wrong{where}: expected "
-        f"{want[index].item():.6g}, got {got[index].item():.6g}"
-        + (f" (max abs error {error.max().item():.3g})" if want.is_floating_point() else ""),
-    )
+def _literal(tensor: torch.Tensor) -> str:
+    """A tensor as Python that rebuilds it exactly (floats by their shortest round-trip
+    repr), so the learner can paste the failing input into their own session."""
+    values = tensor.tolist()
+    dtype = "" if tensor.dtype == torch.int64 else f", dtype=torch.{str(tensor.dtype)[6:]}"
+    return f"torch.tensor({values!r}{dtype})"

@@ -25,7 +25,8 @@ import torch
 
 from bot.sandbox.api import CallResult, GiB, Limits, MiB, SandboxResult
 from graders.base import Check, Plan, Verdict
-from graders.cases import Case, CaseGrader, compare
+from graders.cases import CaseGrader
+from graders.comparison import Case, compare
 from graders.draws import draw_normal
 from graders.tensors import dtype_name
 

@@ -21,7 +21,8 @@ from types import MappingProxyType
 import torch
 import torch.nn.functional as F
 
-from graders.cases import Case, CaseGrader
+from graders.cases import CaseGrader
+from graders.comparison import Case
 from graders.draws import draw_int
 
 EPS = 1e-5

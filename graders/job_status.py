@@ -51,7 +51,8 @@ def job_verdict(task: str, result: SandboxResult) -> Verdict | None:
         feedback = "This is not your fault and costs you nothing: please submit again later."
         return Verdict(task, "error", 0.0, (check,), feedback, result.wall_s, result.device)
     check = Check("submission runs", False, f"{result.message.rstrip('.')}. {_hint(result)}")
-    return Verdict(task, "failed", 0.0, (check,), check.message, result.wall_s, result.device)
+    feedback = "Your file did not run to the end, so no result was checked: see below."
+    return Verdict(task, "failed", 0.0, (check,), feedback, result.wall_s, result.device)
 
 
 def _hint(result: SandboxResult) -> str:

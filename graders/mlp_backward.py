@@ -21,7 +21,8 @@ from types import MappingProxyType
 
 import torch
 
-from graders.cases import Case, CaseGrader
+from graders.cases import CaseGrader
+from graders.comparison import Case
 from graders.draws import draw_int, draw_normal
 from graders.tensors import dtype_name
 

@@ -12,9 +12,9 @@ from functools import partial
 
 import torch
 
-from graders.cases import Case
+from graders.cases import CaseGrader
+from graders.comparison import Case, Mistake
 from graders.draws import draw_int, draw_normal
-from graders.mistakes import DiagnosedCase, DiagnosingGrader, Mistake
 from graders.tensors import dtype_name
 
 LIBRARY_SOFTMAX = frozenset(
@@ -42,7 +42,7 @@ PASSED_FEEDBACK = (
 )
 
 
-class StableSoftmax(DiagnosingGrader):
+class StableSoftmax(CaseGrader):
     name = "stable_softmax"
     interface: tuple[str, ...] = ("softmax",)
     forbidden = FORBIDDEN
@@ -76,7 +76,7 @@ class StableSoftmax(DiagnosingGrader):
         return cases
 
 
-def _case(x: torch.Tensor, dtype: torch.dtype, what: str) -> DiagnosedCase:
+def _case(x: torch.Tensor, dtype: torch.dtype, what: str) -> Case:
     """``x`` in float64 is rounded to ``dtype`` first, so the reference sees the same input."""
     x = x.to(dtype)
     wide = x.double()
@@ -99,4 +99,4 @@ def _case(x: torch.Tensor, dtype: torch.dtype, what: str) -> DiagnosedCase:
     label = f"{what}, {shape} {dtype_name(dtype)}"
     rtol, atol = (1e-5, 1e-6) if dtype == torch.float32 else (1e-10, 1e-12)
     expected = torch.softmax(wide, dim=-1).to(dtype)
-    return DiagnosedCase("softmax", (x,), expected, label, rtol, atol, mistakes=mistakes)
+    return Case("softmax", (x,), expected, label, rtol, atol, mistakes=mistakes)

@@ -17,9 +17,9 @@ from functools import partial
 
 import torch
 
-from graders.cases import Case
+from graders.cases import CaseGrader
+from graders.comparison import Case, Mistake
 from graders.draws import draw_int, draw_normal
-from graders.mistakes import DiagnosedCase, DiagnosingGrader, Mistake
 from graders.tensors import dtype_name
 
 #: product routines: none of the puzzles needs one, and each could stand in for broadcasting
@@ -78,7 +78,7 @@ def _values(gen: torch.Generator, shape: tuple[int, ...], dtype: torch.dtype) ->
     return (draw_normal(gen, *shape) * 3).to(dtype)
 
 
-class TensorPuzzles(DiagnosingGrader):
+class TensorPuzzles(CaseGrader):
     name = "tensor_puzzles"
     interface: tuple[str, ...] = tuple(FORBIDDEN)
     forbidden = FORBIDDEN
@@ -108,13 +108,11 @@ class TensorPuzzles(DiagnosingGrader):
         cases += self._vector("relu", gen, (1,), torch.float32, torch.relu)
         return sorted(cases, key=lambda c: self.interface.index(c.function))
 
-    def _outer(
-        self, gen: torch.Generator, n: int, m: int, dtype: torch.dtype
-    ) -> list[DiagnosedCase]:
+    def _outer(self, gen: torch.Generator, n: int, m: int, dtype: torch.dtype) -> list[Case]:
         a, b = _values(gen, (n,), dtype), _values(gen, (m,), dtype)
         expected = torch.outer(a.double(), b.double()).to(dtype)
         label = f"outer of lengths {n} and {m}, {dtype_name(dtype)}"
-        return [DiagnosedCase("outer", (a, b), expected, label)]
+        return [Case("outer", (a, b), expected, label)]
 
     def _square(
         self,
@@ -124,13 +122,13 @@ class TensorPuzzles(DiagnosingGrader):
         dtype: torch.dtype,
         reference: Callable[[torch.Tensor], torch.Tensor],
         mistakes: dict[str, Callable[[torch.Tensor], torch.Tensor]],
-    ) -> list[DiagnosedCase]:
+    ) -> list[Case]:
         a = _values(gen, (n, n), dtype)
         known = tuple(Mistake(wrong(a), why) for why, wrong in mistakes.items())
         label = f"{function} of a {n}x{n} {dtype_name(dtype)} matrix"
-        return [DiagnosedCase(function, (a,), reference(a), label, mistakes=known)]
+        return [Case(function, (a,), reference(a), label, mistakes=known)]
 
-    def _cumsum(self, gen: torch.Generator, n: int, dtype: torch.dtype) -> list[DiagnosedCase]:
+    def _cumsum(self, gen: torch.Generator, n: int, dtype: torch.dtype) -> list[Case]:
         a = _values(gen, (n,), dtype)
         expected = torch.cumsum(a.double(), 0).to(dtype)
         # float32 summation error is at most about n * eps * sum(|a|), in any order
@@ -139,7 +137,7 @@ class TensorPuzzles(DiagnosingGrader):
             Mistake(wrong(a.double()).to(dtype), why) for why, wrong in _CUMSUM_MISTAKES.items()
         )
         label = f"cumsum of length {n}, {dtype_name(dtype)}"
-        return [DiagnosedCase("cumsum", (a,), expected, label, atol=atol, mistakes=mistakes)]
+        return [Case("cumsum", (a,), expected, label, atol=atol, mistakes=mistakes)]
 
     def _vector(
         self,
@@ -148,11 +146,11 @@ class TensorPuzzles(DiagnosingGrader):
         shape: tuple[int, ...],
         dtype: torch.dtype,
         reference: Callable[[torch.Tensor], torch.Tensor],
-    ) -> list[DiagnosedCase]:
+    ) -> list[Case]:
         a = _values(gen, shape, dtype)
         size = "x".join(map(str, shape))
         label = f"{function} of shape {size}, {dtype_name(dtype)}"
-        return [DiagnosedCase(function, (a,), reference(a), label)]
+        return [Case(function, (a,), reference(a), label)]
 
 
 def _diag(a: torch.Tensor) -> torch.Tensor:

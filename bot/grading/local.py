@@ -87,7 +87,7 @@ def render(verdict: Verdict, *, as_json: bool) -> str:
         f"{verdict.task}: {word} (score {verdict.score:.2f}, "
         f"{verdict.duration_s:.2f} s on {verdict.device})"
     ]
-    lines += [f"  {'✓' if c.passed else '✗'} {c.name}: {c.message}" for c in verdict.checks]
+    lines += [f"  {c.mark} {c.name}: {c.message}" for c in verdict.checks]
     if verdict.feedback:
         lines += ["", verdict.feedback]
     lines += [f"note: {note}" for note in verdict.notes]

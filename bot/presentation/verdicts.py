@@ -87,7 +87,7 @@ def _outcome(verdict: Verdict, title: str, award: Award) -> str:
 def _feedback_embed(verdict: Verdict, word: str, title: str, colour: Colour) -> Embed:
     feedback = truncate(no_pings(verdict.feedback.strip()), FEEDBACK_CHARS)
     checks = [
-        truncate(no_pings(f"{'✓' if c.passed else '✗'} **{c.name}**: {c.message}"), CHECK_CHARS)
+        truncate(no_pings(f"{c.mark} **{c.name}**: {c.message}"), CHECK_CHARS)
         for c in verdict.checks
     ]
     shown = _checks_block(checks, DESCRIPTION - len(feedback) - 2)

@@ -12,7 +12,7 @@ from bot.content import BuildTask, Content, answer_matches
 from bot.grading.service import SandboxRunner
 from graders import load_grader
 from graders.base import Verdict
-from graders.cases import compare_tensor
+from graders.comparison import compare_tensor
 from graders.gpt2_block import Gpt2Block
 from graders.quiz import grade_quiz
 from tests.graders.support import grade_in_sandbox, load_solution, message, passed, quiz_task

@@ -14,7 +14,7 @@ from bot.content.schema import BuildTask, QuizTask
 from bot.grading.service import SandboxRunner
 from graders import load_grader
 from graders.base import Verdict
-from graders.cases import compare_tensor
+from graders.comparison import compare_tensor
 from graders.quiz import grade_quiz
 from graders.tensor_puzzles import TensorPuzzles
 from tests.graders.support import assert_quiz_passes, failing, grade_in_sandbox, load_quest

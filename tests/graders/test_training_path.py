@@ -12,7 +12,7 @@ from bot.content import BuildTask, Content, answer_matches
 from bot.grading.service import SandboxRunner
 from graders import load_grader
 from graders.base import Verdict
-from graders.cases import compare_tensor
+from graders.comparison import compare_tensor
 from graders.lora_linear import LoraLinear
 from graders.mlp_backward import GRADIENTS, MlpBackward
 from graders.quiz import grade_quiz
