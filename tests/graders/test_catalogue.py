@@ -21,7 +21,8 @@ from graders.cases import CaseGrader
 from tests.graders.catalogue import Catalogue, catalogue_for
 from tests.graders.in_process import load, run_plan
 
-SEEDS = tuple(random.Random(20261201).getrandbits(62) for _ in range(200))
+_DRAW = random.Random(20261201)
+SEEDS = tuple(_DRAW.getrandbits(62) for _ in range(200))
 MIN_MISTAKES = 5
 BUILD_GRADERS = sorted(REGISTRY)
 

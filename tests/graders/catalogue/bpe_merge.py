@@ -9,7 +9,7 @@ CATALOGUE = Catalogue(
     styles=(
         CorrectStyle(
             "Counter and first index",
-            '''
+            """
 import collections
 
 def bpe_merge_step(ids):
@@ -27,7 +27,7 @@ def bpe_merge_step(ids):
             out.append(xs[i])
             i += 1
     return torch.tensor(out)
-''',
+""",
         ),
     ),
     mistakes=(
@@ -35,7 +35,7 @@ def bpe_merge_step(ids):
             "replaces overlapping occurrences",
             "bpe_merge_step",
             "move past both tokens",
-            '''
+            """
 def bpe_merge_step(ids):
     xs = ids.tolist()
     counts = {}
@@ -50,7 +50,7 @@ def bpe_merge_step(ids):
             out.append(xs[i])
         i += 1
     return torch.tensor(out)
-''',
+""",
         ),
     ),
 )
