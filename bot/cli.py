@@ -63,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--json", action="store_true", help="print one JSON object")
     grade.add_argument("--list", action="store_true", help="list the gradable tasks")
     grade.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="N",
+        help="replay the draw a verdict named (default: a fresh one)",
+    )
+    grade.add_argument(
         "--insecure-sandbox", action="store_true", help="grade without the minimum isolation"
     )
     grade.set_defaults(handler=_cmd_grade)
@@ -212,6 +218,17 @@ def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     return pool.run_pool(settings, max(count, 1), insecure=args.insecure_sandbox)
 
 
+def _seed(text: str) -> int:
+    """A draw's seed as verdicts print it: a whole number in 0..2**63 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{value} is outside 0..2**63 - 1")
+    return value
+
+
 def _cmd_grade(args: argparse.Namespace, settings: Settings) -> int:
     from bot.grading import local
     from bot.startup import load_content_or_fail
@@ -221,9 +238,11 @@ def _cmd_grade(args: argparse.Namespace, settings: Settings) -> int:
         print(local.list_tasks(content))
         return 0
     if args.file is None or args.task is None:
-        raise UserError("usage: brrrbot grade FILE --task QUEST/TASK [--json] (or --list)")
+        raise UserError(
+            "usage: brrrbot grade FILE --task QUEST/TASK [--seed N] [--json] (or --list)"
+        )
     verdict = local.grade_file(
-        settings, content, args.file, args.task, insecure=args.insecure_sandbox
+        settings, content, args.file, args.task, insecure=args.insecure_sandbox, seed=args.seed
     )
     print(local.render(verdict, as_json=args.json))
     return local.EXIT_CODES[verdict.status]

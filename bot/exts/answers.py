@@ -19,12 +19,12 @@ from discord.ext import commands
 from bot import clock
 from bot.app import BrrrBot
 from bot.content import Question, QuizTask
+from bot.content.quiz_grading import grade_quiz
 from bot.exts.common import display_name, find_task, guild_id_of, task_autocomplete
 from bot.presentation.limits import truncate
 from bot.presentation.verdicts import verdict_text
 from bot.progress.awards import award_self_report, award_verdict
 from bot.progress.members import ensure_member
-from graders.quiz import grade_quiz
 
 log = logging.getLogger(__name__)
 

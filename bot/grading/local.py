@@ -38,8 +38,15 @@ def list_tasks(content: Content) -> str:
 
 
 def grade_file(
-    settings: Settings, content: Content, path: Path, task_ref: str, *, insecure: bool
+    settings: Settings,
+    content: Content,
+    path: Path,
+    task_ref: str,
+    *,
+    insecure: bool,
+    seed: int | None = None,
 ) -> Verdict:
+    """Grade one file as a worker would; ``seed`` replays a draw a verdict named."""
     task = _build_task(content, task_ref)
     try:
         data = path.read_bytes()
@@ -61,7 +68,7 @@ def grade_file(
                 "the sandbox's minimum isolation is not available here (see `brrrbot worker "
                 "--check`); use --insecure-sandbox to grade your own code anyway"
             )
-        return grade_prepared(spec, zygote)
+        return grade_prepared(spec, zygote, seed=seed)
 
 
 def _build_task(content: Content, task_ref: str) -> BuildTask:

@@ -17,7 +17,7 @@ from bot.grading.service import SandboxRunner
 from bot.grading.submission_input import validate_submission
 from bot.sandbox.api import SandboxRequest, SandboxResult
 from graders.base import Check, Grader, Verdict
-from graders.quiz import grade_quiz
+from bot.content.quiz_grading import grade_quiz
 from tests.support import SEED_QUESTS
 
 

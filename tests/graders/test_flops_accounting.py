@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.content import Content, answer_matches
-from graders.quiz import grade_quiz
+from bot.content.quiz_grading import grade_quiz
 from tests.graders.support import assert_quiz_passes, assert_stated_answers, quiz_task
 
 COUNT = "flops-accounting/count-the-flops"

@@ -14,7 +14,7 @@ from graders import load_grader
 from graders.base import Verdict
 from graders.comparison import compare_tensor
 from graders.gpt2_block import Gpt2Block
-from graders.quiz import grade_quiz
+from bot.content.quiz_grading import grade_quiz
 from tests.graders.support import grade_in_sandbox, load_solution, message, passed, quiz_task
 
 TASK = "forward-pass/gpt2-block"

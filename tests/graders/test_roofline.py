@@ -17,7 +17,7 @@ from bot.grading.service import SandboxRunner
 from bot.sandbox.api import CallResult, SandboxResult
 from graders import load_grader
 from graders.base import Plan, Verdict
-from graders.quiz import grade_quiz
+from bot.content.quiz_grading import grade_quiz
 from graders.tensors import to_raw
 from tests.graders.support import assert_quiz_passes, grade_in_sandbox, quiz_task
 

@@ -15,7 +15,7 @@ from bot.grading.service import SandboxRunner
 from graders import load_grader
 from graders.base import Verdict
 from graders.comparison import compare_tensor
-from graders.quiz import grade_quiz
+from bot.content.quiz_grading import grade_quiz
 from graders.tensor_puzzles import TensorPuzzles
 from tests.graders.support import assert_quiz_passes, failing, grade_in_sandbox, load_quest
 

@@ -15,7 +15,7 @@ from graders.base import Verdict
 from graders.comparison import compare_tensor
 from graders.lora_linear import LoraLinear
 from graders.mlp_backward import GRADIENTS, MlpBackward
-from graders.quiz import grade_quiz
+from bot.content.quiz_grading import grade_quiz
 from graders.source_scan import Rules, scan
 from tests.graders.support import grade_in_sandbox, load_solution, message, passed, quiz_task
 

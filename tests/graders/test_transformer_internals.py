@@ -19,7 +19,7 @@ from graders.attention import Attention
 from graders.base import Verdict
 from graders.bpe_merge import BpeMerge, merge_step
 from graders.cases import CaseGrader
-from graders.quiz import grade_quiz
+from bot.content.quiz_grading import grade_quiz
 from graders.stable_softmax import StableSoftmax
 from tests.graders.support import assert_quiz_passes, failing, grade_in_sandbox, load_quest
 

@@ -82,3 +82,41 @@ def test_worker_check_reports_layers(tmp_path: Path) -> None:
     for layer in ("no network", "resource limits", "every process killed at job end"):
         assert layer in result.stdout
     assert "minimum isolation (required layers): OK" in result.stdout
+
+
+def test_grade_seed_replays_the_same_draw(tmp_path: Path) -> None:
+    """The replay command a verdict prints gives the very same cases and messages."""
+    runs = [
+        run_cli(
+            "grade",
+            str(SOLUTIONS / "wrong_values.py"),
+            "--task",
+            TASK,
+            "--json",
+            "--seed",
+            seed,
+            cwd=tmp_path,
+            env=ENV,
+        )
+        for seed in ("424242", "424242", "7")
+    ]
+    checks = [json.loads(r.stdout)["checks"] for r in runs]
+    assert all(r.returncode == 1 for r in runs), [r.stderr for r in runs]
+    assert checks[0] == checks[1]
+    assert checks[0] != checks[2]  # another draw: other sizes and values
+
+
+@pytest.mark.parametrize("seed", ["-1", "abc", str(2**63)])
+def test_grade_refuses_a_seed_it_cannot_replay(seed: str, tmp_path: Path) -> None:
+    result = run_cli(
+        "grade",
+        str(SOLUTIONS / "correct.py"),
+        "--task",
+        TASK,
+        "--seed",
+        seed,
+        cwd=tmp_path,
+        env=ENV,
+    )
+    assert result.returncode == 2
+    assert "--seed" in result.stderr and "Traceback" not in result.stderr

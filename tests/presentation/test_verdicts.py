@@ -71,6 +71,22 @@ def test_failed_shows_the_failing_check() -> None:
     assert embed.colour == style.FAILED
 
 
+def test_a_rule_not_yet_checked_is_not_shown_as_broken() -> None:
+    checks = (
+        Check("matmul_loops: correct results", False, "failed 2 of 12 cases"),
+        Check("matmul_loops: builds the product itself", False, "not checked: later", False),
+    )
+    _, embed = render(verdict("failed", 0.0, checks=checks))
+    assert "✗ **matmul_loops: correct results**" in embed.description
+    assert "– **matmul_loops: builds the product itself**: not checked" in embed.description
+    stored = Verdict.from_json(verdict("failed", 0.0, checks=checks).to_json())
+    assert [c.mark for c in stored.checks] == ["✗", "–"]
+    older = verdict("failed", 0.0, checks=checks).to_json()  # stored before checks had `checked`
+    for check in older["checks"]:
+        del check["checked"]
+    assert [c.mark for c in Verdict.from_json(older).checks] == ["✗", "✗"]
+
+
 def test_error_is_not_charged_to_the_learner() -> None:
     content, embed = render(verdict("error", 0.0, checks=()))
     assert content.startswith("Error: grading")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bot.content import load_content
+from bot.content.quiz_grading import grade_quiz
 from bot.content.schema import QuizTask
-from graders.quiz import grade_quiz
 from tests.support import SEED_QUESTS
 
 
