@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
-from bot.config import Settings, load_settings, settings_file
+from bot.config import DEFAULT_DATABASE_URL, Settings, load_settings, settings_file
 from bot.errors import UserError
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="brrrbot",
         description="A Discord study-group bot with daily quests and sandboxed PyTorch grading.",
     )
@@ -49,7 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="grade even when the minimum isolation cannot be had (development only)",
     )
-    worker.add_argument("--count", type=int, help="number of worker processes (default: WORKERS)")
+    worker.add_argument(
+        "--count",
+        type=_worker_count,
+        metavar="N",
+        help="number of worker processes, 1 to 64 (default: WORKERS)",
+    )
     worker.set_defaults(handler=_cmd_worker)
 
     grade = commands.add_parser(
@@ -89,7 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade = db_commands.add_parser(
         "upgrade",
         help="apply pending migrations",
-        description="Create the database if needed and migrate it to the newest schema.",
+        description="Create the database if needed and migrate it to the newest schema. "
+        "The directory of a SQLite DATABASE_URL must exist unless --create-dir is given "
+        "(the default ./data is created).",
+    )
+    upgrade.add_argument(
+        "--create-dir",
+        action="store_true",
+        help="create the directory of DATABASE_URL's SQLite file when it is missing",
     )
     upgrade.set_defaults(handler=_cmd_db_upgrade)
     current = db_commands.add_parser(
@@ -124,9 +138,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _UsageError(UserError):
+    """A command line argparse refused; ``parser`` prints the usage that goes with it."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """Raises instead of exiting, so that ``brrrbot grade --json`` can answer in JSON."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(self, message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    wants_json = bool(words) and words[0] == "grade" and "--json" in words
     try:
+        args = build_parser().parse_args(words)
         settings = load_settings(settings_file())
         logging.basicConfig(
             level=settings.log_level,
@@ -138,7 +169,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Handler = args.handler
         return handler(args, settings)
     except UserError as exc:
-        print(f"brrrbot: error: {exc}", file=sys.stderr)
+        if wants_json:  # one JSON object on stdout, whatever went wrong with the input
+            print(json.dumps({"status": "rejected", "message": str(exc)}, ensure_ascii=False))
+        if isinstance(exc, _UsageError):
+            exc.parser.print_usage(sys.stderr)
+            print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
+        else:
+            print(f"brrrbot: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -159,8 +196,18 @@ def _cmd_quests_check(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.db.engine import parse_url, sqlite_path
     from bot.db.setup import upgrade_database
 
+    # A mistyped DATABASE_URL must not migrate a new, empty database beside the real one;
+    # the default's own ./data directory is ours to create.
+    path = sqlite_path(parse_url(settings.database_url))
+    chosen = settings.database_url != DEFAULT_DATABASE_URL
+    if path is not None and chosen and not args.create_dir and not path.parent.is_dir():
+        raise UserError(
+            f"DATABASE_URL: the directory {path.parent} does not exist; check the path, or "
+            "pass --create-dir to create it"
+        )
     revision = asyncio.run(upgrade_database(settings.database_url))
     print(f"database is at revision {revision} (head)")
     return 0
@@ -215,7 +262,19 @@ def _cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     if args.check:
         return pool.check(settings)
     count = settings.workers if args.count is None else args.count
-    return pool.run_pool(settings, max(count, 1), insecure=args.insecure_sandbox)
+    if count < 1:
+        raise UserError("WORKERS is 0 (no local workers): pass --count N to start N workers")
+    return pool.run_pool(settings, count, insecure=args.insecure_sandbox)
+
+
+def _worker_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"{value} is outside 1..64")
+    return value
 
 
 def _seed(text: str) -> int:

@@ -116,14 +116,26 @@ async def _pay_a_build(url: str) -> None:
 
 def test_database_url_from_dotenv(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("DATABASE_URL=sqlite+aiosqlite:///./elsewhere/x.db\n")
-    assert run_cli("db", "upgrade", cwd=tmp_path).returncode == 0
+    assert run_cli("db", "upgrade", "--create-dir", cwd=tmp_path).returncode == 0
     assert (tmp_path / "elsewhere" / "x.db").is_file()
+
+
+def test_db_upgrade_refuses_a_missing_directory_unless_told(tmp_path: Path) -> None:
+    """A mistyped path must not migrate a new, empty database beside the real one."""
+    url = f"sqlite+aiosqlite:///{tmp_path}/dtaa/x.db"
+    result = run_cli("db", "upgrade", cwd=tmp_path, env={"DATABASE_URL": url})
+    missing = f"{tmp_path}/dtaa does not exist"
+    _assert_one_line_error(result, "DATABASE_URL", missing, "--create-dir")
+    assert not (tmp_path / "dtaa").exists()
+    created = run_cli("db", "upgrade", "--create-dir", cwd=tmp_path, env={"DATABASE_URL": url})
+    assert created.returncode == 0, created.stderr
+    assert (tmp_path / "dtaa" / "x.db").is_file()
 
 
 def test_unwritable_data_directory(tmp_path: Path) -> None:
     (tmp_path / "blocker").write_text("a file where a directory should be")
     url = f"sqlite+aiosqlite:///{tmp_path}/blocker/data/x.db"
-    result = run_cli("db", "upgrade", cwd=tmp_path, env={"DATABASE_URL": url})
+    result = run_cli("db", "upgrade", "--create-dir", cwd=tmp_path, env={"DATABASE_URL": url})
     _assert_one_line_error(result, "DATABASE_URL", "not a directory")
 
 
@@ -162,6 +174,22 @@ def test_a_cuda_only_worker_refuses_a_host_without_a_gpu(tmp_path: Path) -> None
     env = {"WORKER_DEVICE": "cuda", "QUESTS_DIR": str(SEED_QUESTS)}
     result = run_cli("worker", cwd=tmp_path, env=env)
     _assert_one_line_error(result, "WORKER_DEVICE=cuda", "no usable CUDA GPU")
+    check = run_cli("worker", "--check", cwd=tmp_path, env=env)  # says what the worker would
+    assert check.returncode == 1, check.stdout
+    assert check.stdout.splitlines()[-1] == (
+        "device: WORKER_DEVICE=cuda but this host has no usable CUDA GPU: FAIL"
+    )
+
+
+@pytest.mark.parametrize("count", ["-1", "0", "65", "two"])
+def test_worker_count_out_of_bounds_is_one_line(count: str, tmp_path: Path) -> None:
+    result = run_cli("worker", "--count", count, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith("brrrbot worker: error: argument --count: ")
+    )
 
 
 def test_invalid_setting_in_dotenv(tmp_path: Path) -> None:

@@ -36,10 +36,18 @@ POLL_S = 0.2
 
 
 def check(settings: Settings) -> int:
-    """Print the isolation report; exit 0 when the minimum holds, 1 otherwise."""
+    """Print the isolation report and the device this worker would grade on; exit 0 when
+    ``brrrbot worker`` would start here, 1 otherwise (the same tests, in the same order)."""
     with Zygote() as zygote:
         layers = zygote.isolation_report()
     print(format_report(layers))
+    try:
+        capabilities = detect(settings.worker_device)
+    except RuntimeError as exc:
+        print(f"device: {exc}: FAIL")
+        return 1
+    device = f"cuda ({capabilities.gpu_name})" if capabilities.cuda else "cpu"
+    print(f"device: {device} (WORKER_DEVICE={settings.worker_device}): OK")
     return 0 if minimum_ok(layers) else 1
 
 

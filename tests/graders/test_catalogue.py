@@ -37,6 +37,14 @@ def _check_message(verdict: Verdict, function: str) -> tuple[bool, str]:
     return check.passed, check.message
 
 
+def _repeats(verdict: Verdict) -> bool:
+    """Whether a line of the summary is also in a check, or a check's text in the summary."""
+    lines = [line for line in verdict.feedback.splitlines() if line.strip()]
+    return any(
+        line in c.message or c.message in verdict.feedback for c in verdict.checks for line in lines
+    )
+
+
 def _problems(catalogue: Catalogue, seeds: tuple[int, ...]) -> list[str]:
     """Every way the grader disagrees with the catalogue on these seeds, by entry."""
     grader = load_grader(catalogue.grader)
@@ -56,6 +64,8 @@ def _problems(catalogue: Catalogue, seeds: tuple[int, ...]) -> list[str]:
         for mistake, source, module in mistakes_loaded:
             verdict = grader.judge(catalogue.task, plan, run_plan(module, plan), source)
             passed, message = _check_message(verdict, mistake.function)
+            if _repeats(verdict):
+                found[f"mistake {mistake.name!r}: the summary repeats a check"].append(seed)
             if passed:
                 found[f"mistake {mistake.name!r} passed"].append(seed)
             elif "Likely cause: " not in message or mistake.cause not in message:

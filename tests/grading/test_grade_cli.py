@@ -120,3 +120,28 @@ def test_grade_refuses_a_seed_it_cannot_replay(seed: str, tmp_path: Path) -> Non
     )
     assert result.returncode == 2
     assert "--seed" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("setup", "args", "words"),
+    [
+        ("empty.py", ["empty.py", "--task", TASK], "empty"),
+        ("big.py", ["big.py", "--task", TASK], "big.py"),
+        ("", ["missing.py", "--task", TASK], "cannot read"),
+        ("", ["missing.py", "--task", "go-brrrr/nope"], "unknown task"),
+        ("", ["missing.py", "--task", TASK, "--seed", "-3"], "--seed"),
+        ("", ["missing.py"], "--task"),
+    ],
+)
+def test_grade_json_answers_every_input_error_in_json(
+    setup: str, args: list[str], words: str, tmp_path: Path
+) -> None:
+    if setup == "empty.py":
+        (tmp_path / setup).write_bytes(b"")
+    elif setup == "big.py":
+        (tmp_path / setup).write_bytes(b"x = 1\n" * 2_000_000)  # 12 MB
+    result = run_cli("grade", *args, "--json", cwd=tmp_path, env=ENV)
+    assert result.returncode == 2, result.stderr
+    answer = json.loads(result.stdout)  # exactly one JSON object
+    assert answer["status"] == "rejected" and words in answer["message"], answer
+    assert "Traceback" not in result.stderr
