@@ -1,0 +1,1 @@
+"""The learner's terminal: quests rendered as Markdown for ``brrrbot quests`` (no discord)."""
