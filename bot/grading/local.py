@@ -12,6 +12,7 @@ from pathlib import Path
 from bot.config import Settings
 from bot.content import Content
 from bot.content.schema import BuildTask
+from bot.db.engine import parse_url
 from bot.errors import UserError
 from bot.grading.job_spec import JobSpec
 from bot.grading.service import grade_prepared
@@ -47,6 +48,13 @@ def grade_file(
     seed: int | None = None,
 ) -> Verdict:
     """Grade one file as a worker would; ``seed`` replays a draw a verdict named."""
+    spec = prepare(settings, content, path, task_ref)
+    with open_sandbox(settings, insecure=insecure) as zygote:
+        return grade_prepared(spec, zygote, seed=seed)
+
+
+def prepare(settings: Settings, content: Content, path: Path, task_ref: str) -> JobSpec:
+    """The job a worker would get for this file; UserError saying what is wrong with it."""
     task = _build_task(content, task_ref)
     try:
         data = path.read_bytes()
@@ -61,14 +69,35 @@ def grade_file(
         )
     except SubmissionRejected as exc:
         raise UserError(f"{path}: {exc}") from None
-    spec = JobSpec.build(task_ref, task, prepared, path.name)
-    with Zygote() as zygote:
+    return JobSpec.build(task_ref, task, prepared, path.name)
+
+
+def open_sandbox(settings: Settings, *, insecure: bool) -> Zygote:
+    """A started zygote with the minimum isolation (unless ``insecure``).
+
+    Forked from this process when that is safe, which saves the zygote's own torch import:
+    torch is imported here first, and nothing has been planned yet.  A process holding a
+    secret (a Discord token, a database password) starts it by exec as a worker does.
+    """
+    import torch  # noqa: F401 - imported before the fork, so the zygote shares it
+
+    zygote = Zygote(fork=may_fork(settings))
+    try:
+        zygote.start()
         if not insecure and not minimum_ok(zygote.isolation_report()):
             raise UserError(
                 "the sandbox's minimum isolation is not available here (see `brrrbot worker "
                 "--check`); use --insecure-sandbox to grade your own code anyway"
             )
-        return grade_prepared(spec, zygote, seed=seed)
+    except BaseException:
+        zygote.close()
+        raise
+    return zygote
+
+
+def may_fork(settings: Settings) -> bool:
+    """Whether this process holds nothing a job must not read (see ``open_sandbox``)."""
+    return settings.discord_token is None and parse_url(settings.database_url).password is None
 
 
 def _build_task(content: Content, task_ref: str) -> BuildTask:

@@ -1,4 +1,10 @@
-"""The trusted side: start the zygote by exec and run jobs through it.
+"""The trusted side: start the zygote and run jobs through it.
+
+A worker starts its zygote by exec with an empty environment, so that nothing of the
+worker's (a token, a database handle, the expected outputs) is in its memory.  On a
+learner's own machine ``brrrbot grade`` may instead fork it from the CLI process, which
+has imported torch but planned nothing yet and holds no secrets: one torch import instead
+of two (see ``fork_zygote``).
 
 This module never imports torch and never unpickles anything: results are
 frames whose every field is validated (codec.py) before they become
@@ -10,15 +16,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
+import signal
 import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, BinaryIO
 
-from bot.sandbox import framing, isolation
+from bot.sandbox import framing, isolation, linux
 from bot.sandbox.api import IsolationLayer, JobStatus, SandboxRequest, SandboxResult
 from bot.sandbox.codec import decode_result, encode_request
 from bot.sandbox.framing import FrameReader, ProtocolError
@@ -33,6 +42,7 @@ _BOOTSTRAP = (
 READY_HEADER_MAX = 4 << 20
 RESPONSE_MARGIN_S = 30.0  # setup, teardown and transfer on top of the job's wall limit
 CLOSE_WAIT_S = 2.0
+MAX_DESCRIPTOR = 1 << 20  # closerange's bound: close_range(2) makes it cheap
 
 
 class SandboxUnavailable(RuntimeError):
@@ -66,12 +76,14 @@ class Zygote:
         python: str = sys.executable,
         modes: tuple[str, ...] = (),
         start_timeout_s: float = 120.0,
+        fork: bool = False,
     ) -> None:
         self.python = python
         self.modes = modes
         self.start_timeout_s = start_timeout_s
+        self.fork = fork  # fork from this process (see ``fork_zygote``) instead of exec
         self._lock = threading.RLock()
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: subprocess.Popen[bytes] | ForkedZygote | None = None
         self._ready: dict[str, Any] = {}
 
     def __enter__(self) -> Zygote:
@@ -113,15 +125,18 @@ class Zygote:
     def _spawn(self) -> None:
         self._kill()
         try:
-            self._process = subprocess.Popen(
-                [self.python, "-I", "-X", "utf8", "-c", _BOOTSTRAP, PROJECT_ROOT, *self.modes],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env={},
-                cwd="/",
-                close_fds=True,
-                start_new_session=True,
-            )
+            if self.fork:
+                self._process = fork_zygote(self.modes)
+            else:
+                self._process = subprocess.Popen(
+                    [self.python, "-I", "-X", "utf8", "-c", _BOOTSTRAP, PROJECT_ROOT, *self.modes],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    env={},
+                    cwd="/",
+                    close_fds=True,
+                    start_new_session=True,
+                )
         except OSError as exc:
             raise SandboxUnavailable(f"cannot start {self.python}: {exc}") from exc
         try:
@@ -229,3 +244,75 @@ class Zygote:
             except (OSError, subprocess.TimeoutExpired):
                 pass
             self._kill()
+
+
+class ForkedZygote:
+    """A zygote forked from this process, behind the part of Popen's interface used here."""
+
+    def __init__(self, pid: int, requests: int, replies: int) -> None:
+        self.pid = pid
+        self.stdin: BinaryIO | None = os.fdopen(requests, "wb", buffering=0)
+        self.stdout: BinaryIO | None = os.fdopen(replies, "rb", buffering=0)
+        self._pidfd = os.pidfd_open(pid)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                os.close(self._pidfd)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None and timeout is not None:
+            ready, _, _ = select.select([self._pidfd], [], [], timeout)
+            if not ready:
+                raise subprocess.TimeoutExpired(f"zygote {self.pid}", timeout)
+        if self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+            os.close(self._pidfd)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+def fork_zygote(modes: tuple[str, ...]) -> ForkedZygote:
+    """Fork the zygote from this process: torch (imported by the caller) comes ready-made.
+
+    Only for a process whose memory a job may see: the child inherits all of it, so the
+    caller forks before it plans anything (the expected outputs must never be there) and
+    only when it holds no secret (``brrrbot grade`` checks its settings).  The child gets
+    what an exec'd zygote gets otherwise: a session of its own, the protocol pipes on 0
+    and 1 and no other descriptor, an empty environment and ``/`` as its directory.
+    """
+    requests_read, requests_write = os.pipe()
+    replies_read, replies_write = os.pipe()
+    sys.stdout.flush()  # nothing buffered may be written twice
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.setsid()
+            os.dup2(requests_read, 0)
+            os.dup2(replies_write, 1)
+            os.closerange(3, MAX_DESCRIPTOR)
+            os.environ.clear()
+            linux.erase_environment_block()
+            os.chdir("/")
+            from bot.sandbox.zygote import main
+
+            main(list(modes))
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    os.close(requests_read)
+    os.close(replies_write)
+    return ForkedZygote(pid, requests_write, replies_read)

@@ -127,3 +127,17 @@ def install_seccomp(program: ctypes.Structure) -> None:
         _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(program), 0, 0),
         "seccomp",
     )
+
+
+def erase_environment_block() -> None:
+    """Zero the environment strings the kernel put on this process's stack at exec.
+
+    ``os.environ.clear()`` unsets the variables, but the original strings stay in memory
+    (and in /proc/self/environ), where a forked child could still read them.
+    """
+    with open("/proc/self/stat", "rb") as stat:
+        fields = stat.read().rsplit(b")", 1)[1].split()
+    # fields[0] is the state (field 3); env_start and env_end are fields 50 and 51
+    start, end = int(fields[47]), int(fields[48])
+    if 0 < start < end:
+        ctypes.memset(start, 0, end - start)
