@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import sys
@@ -67,7 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     grade.add_argument("file", nargs="?", type=Path, help="a .py or .ipynb file")
     grade.add_argument("--task", metavar="QUEST/TASK", help="e.g. go-brrrr/matmul-three-ways")
-    grade.add_argument("--json", action="store_true", help="print one JSON object")
+    grade.add_argument(
+        "--json", action="store_true", help="print one JSON object (one per line with --watch)"
+    )
+    grade.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep the sandbox warm and grade again on every save (Ctrl-C stops)",
+    )
     grade.add_argument("--list", action="store_true", help="list the gradable tasks")
     grade.add_argument(
         "--seed",
@@ -186,7 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args, settings)
     except UserError as exc:
         if wants_json:  # one JSON object on stdout, whatever went wrong with the input
-            print(json.dumps({"status": "rejected", "message": str(exc)}, ensure_ascii=False))
+            from bot.grading.local import rejected
+
+            print(rejected(str(exc)))
         if isinstance(exc, _UsageError):
             exc.parser.print_usage(sys.stderr)
             print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
@@ -359,7 +367,17 @@ def _cmd_grade(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if args.file is None or args.task is None:
         raise UserError(
-            "usage: brrrbot grade FILE --task QUEST/TASK [--seed N] [--json] (or --list)"
+            "usage: brrrbot grade FILE --task QUEST/TASK [--seed N] [--json] [--watch] (or --list)"
+        )
+    if args.watch:
+        local.watch_file(
+            settings,
+            content,
+            args.file,
+            args.task,
+            insecure=args.insecure_sandbox,
+            seed=args.seed,
+            as_json=args.json,
         )
     verdict = local.grade_file(
         settings, content, args.file, args.task, insecure=args.insecure_sandbox, seed=args.seed

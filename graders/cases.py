@@ -11,6 +11,7 @@ an empty stub earns nothing), and any checks ``extra_checks`` adds.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
@@ -28,6 +29,7 @@ _MAX_LISTED = 3
 #: inputs with at most this many numbers in all are shown in the feedback; larger ones
 #: get the command that replays the draw
 SMALL_INPUT = 12
+_NON_FINITE = re.compile(r"\b(inf|nan)\b")
 
 
 class CaseGrader:
@@ -219,6 +221,6 @@ def _reproduce(case: Case, task: str, seed: int) -> str:
 def _literal(tensor: torch.Tensor) -> str:
     """A tensor as Python that rebuilds it exactly (floats by their shortest round-trip
     repr), so the learner can paste the failing input into their own session."""
-    values = tensor.tolist()
+    values = _NON_FINITE.sub(r"float('\1')", repr(tensor.tolist()))  # -inf: -float('inf')
     dtype = "" if tensor.dtype == torch.int64 else f", dtype=torch.{str(tensor.dtype)[6:]}"
-    return f"torch.tensor({values!r}{dtype})"
+    return f"torch.tensor({values}{dtype})"

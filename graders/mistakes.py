@@ -18,7 +18,8 @@ from graders.tensors import from_raw
 
 
 def diagnose(mine: Sequence[tuple[Case, CallResult | None]], nonfinite_hint: str = "") -> str:
-    """Non-finite output first; else the known mistake that explains every failing result.
+    """The known mistake that explains every failing result; else, when a result has nan
+    or inf where every answer is finite, ``nonfinite_hint``.
 
     Requiring every failing case keeps the diagnosis honest: a small case where two
     mistakes happen to agree cannot name the wrong one, and two bugs at once name none.
@@ -28,17 +29,18 @@ def diagnose(mine: Sequence[tuple[Case, CallResult | None]], nonfinite_hint: str
     for case, result in mine:
         if result is None or result.tensor is None or compare(case, result).ok:
             continue
-        got = from_raw(result.tensor)
-        if nonfinite_hint and _nonfinite_where_finite(case.expected, got):
-            return nonfinite_hint
-        failing.append((case, got))
+        failing.append((case, from_raw(result.tensor)))
     if not failing:
         return ""
     explained: list[str] | None = None
     for case, got in failing:
         matching = explained_by(case, got)
         explained = matching if explained is None else [e for e in explained if e in matching]
-    return explained[0] if explained else ""
+    if explained:
+        return explained[0]
+    if nonfinite_hint and any(_nonfinite_where_finite(c.expected, got) for c, got in failing):
+        return nonfinite_hint
+    return ""
 
 
 def _nonfinite_where_finite(expected: torch.Tensor, got: torch.Tensor) -> bool:

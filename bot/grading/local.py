@@ -7,13 +7,17 @@ from a server's map, and is graded by the worker's own ``grade_prepared``.
 from __future__ import annotations
 
 import json
+import sys
+from datetime import datetime
 from pathlib import Path
+from typing import NoReturn
 
 from bot.config import Settings
 from bot.content import Content
 from bot.content.schema import BuildTask
 from bot.db.engine import parse_url
 from bot.errors import UserError
+from bot.grading.file_watch import FileWatch
 from bot.grading.job_spec import JobSpec
 from bot.grading.service import grade_prepared
 from bot.grading.submission_input import SubmissionRejected, validate_submission
@@ -53,13 +57,66 @@ def grade_file(
         return grade_prepared(spec, zygote, seed=seed)
 
 
-def prepare(settings: Settings, content: Content, path: Path, task_ref: str) -> JobSpec:
-    """The job a worker would get for this file; UserError saying what is wrong with it."""
-    task = _build_task(content, task_ref)
+def watch_file(
+    settings: Settings,
+    content: Content,
+    path: Path,
+    task_ref: str,
+    *,
+    insecure: bool,
+    seed: int | None = None,
+    as_json: bool = False,
+) -> NoReturn:
+    """Grade ``path`` now and again after every save, with one warm zygote, until Ctrl-C.
+
+    A save that leaves the file unreadable or invalid prints its one-line reason (or a
+    ``rejected`` JSON object) and the watch goes on.
+    """
+    _build_task(content, task_ref)  # an unknown task is an error now, not on every save
+    print(f"watching {path}: save it to grade again; Ctrl-C stops", file=sys.stderr)
+    with open_sandbox(settings, insecure=insecure) as zygote, FileWatch(path) as saves:
+        graded: bytes | None = None
+        while True:
+            data = _read(path)
+            if data != graded:
+                graded = data
+                try:
+                    spec = prepare(settings, content, path, task_ref, data)
+                except UserError as exc:
+                    print(rejected(str(exc)) if as_json else f"{_clock()} {exc}", flush=True)
+                else:
+                    verdict = grade_prepared(spec, zygote, seed=seed)
+                    print(render(verdict, as_json=as_json, compact=True), flush=True)
+            saves.wait()
+
+
+def rejected(message: str) -> str:
+    """The one JSON object ``--json`` prints for input it refused (exit code 2)."""
+    return json.dumps({"status": "rejected", "message": message}, ensure_ascii=False)
+
+
+def _read(path: Path) -> bytes | None:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _clock() -> str:
+    return datetime.now().astimezone().strftime("%H:%M:%S")
+
+
+def prepare(
+    settings: Settings, content: Content, path: Path, task_ref: str, data: bytes | None = None
+) -> JobSpec:
+    """The job a worker would get for this file (``data``: its bytes, already read);
+    UserError saying what is wrong with it."""
+    task = _build_task(content, task_ref)
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UserError(f"cannot read {path}: {exc.strerror}") from None
     try:
         prepared = validate_submission(
             path.name,
@@ -115,10 +172,18 @@ def _build_task(content: Content, task_ref: str) -> BuildTask:
     return task
 
 
-def render(verdict: Verdict, *, as_json: bool) -> str:
+def render(verdict: Verdict, *, as_json: bool, compact: bool = False) -> str:
+    """The verdict for a terminal; ``compact`` (for --watch) leaves out what passed."""
     if as_json:
         return json.dumps(verdict.to_json(), ensure_ascii=False)
     word = {"passed": "Passed", "failed": "Failed", "error": "Error"}[verdict.status]
+    if compact:
+        lines = [
+            f"{_clock()} {word} {verdict.task} (score {verdict.score:.2f}, "
+            f"{verdict.duration_s:.2f} s)"
+        ]
+        lines += [f"  {c.mark} {c.name}: {c.message}" for c in verdict.checks if not c.passed]
+        return "\n".join(lines)
     lines = [
         f"{verdict.task}: {word} (score {verdict.score:.2f}, "
         f"{verdict.duration_s:.2f} s on {verdict.device})"

@@ -42,6 +42,7 @@ _BOOTSTRAP = (
 READY_HEADER_MAX = 4 << 20
 RESPONSE_MARGIN_S = 30.0  # setup, teardown and transfer on top of the job's wall limit
 CLOSE_WAIT_S = 2.0
+FORKED_TITLE = b"brrrbot sandbox zygote (forked)"
 MAX_DESCRIPTOR = 1 << 20  # closerange's bound: close_range(2) makes it cheap
 
 
@@ -288,7 +289,8 @@ def fork_zygote(modes: tuple[str, ...]) -> ForkedZygote:
     caller forks before it plans anything (the expected outputs must never be there) and
     only when it holds no secret (``brrrbot grade`` checks its settings).  The child gets
     what an exec'd zygote gets otherwise: a session of its own, the protocol pipes on 0
-    and 1 and no other descriptor, an empty environment and ``/`` as its directory.
+    and 1 and no other descriptor, an empty environment and ``/`` as its directory; the
+    environment it was started with is erased from memory, and it shows as FORKED_TITLE.
     """
     requests_read, requests_write = os.pipe()
     replies_read, replies_write = os.pipe()
@@ -302,8 +304,9 @@ def fork_zygote(modes: tuple[str, ...]) -> ForkedZygote:
             os.dup2(requests_read, 0)
             os.dup2(replies_write, 1)
             os.closerange(3, MAX_DESCRIPTOR)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the CLI to handle
             os.environ.clear()
-            linux.erase_environment_block()
+            linux.erase_inherited_strings(FORKED_TITLE)
             os.chdir("/")
             from bot.sandbox.zygote import main
 

@@ -129,15 +129,20 @@ def install_seccomp(program: ctypes.Structure) -> None:
     )
 
 
-def erase_environment_block() -> None:
-    """Zero the environment strings the kernel put on this process's stack at exec.
+def erase_inherited_strings(title: bytes) -> None:
+    """Zero the environment strings the kernel put on this process's stack at exec, and
+    write ``title`` over its command line (what ps and /proc/PID/cmdline show).
 
-    ``os.environ.clear()`` unsets the variables, but the original strings stay in memory
-    (and in /proc/self/environ), where a forked child could still read them.
+    For a process forked from another program: ``os.environ.clear()`` unsets the variables,
+    but the original strings stay in memory, where a child of this process could read them.
     """
     with open("/proc/self/stat", "rb") as stat:
         fields = stat.read().rsplit(b")", 1)[1].split()
-    # fields[0] is the state (field 3); env_start and env_end are fields 50 and 51
-    start, end = int(fields[47]), int(fields[48])
-    if 0 < start < end:
-        ctypes.memset(start, 0, end - start)
+    # fields[0] is field 3 of proc(5); arg_start, arg_end, env_start, env_end are 48 to 51
+    arg_start, arg_end, env_start, env_end = (int(f) for f in fields[45:49])
+    if 0 < env_start < env_end:
+        ctypes.memset(env_start, 0, env_end - env_start)
+    if 0 < arg_start < arg_end:
+        shown = title[: arg_end - arg_start - 1]
+        ctypes.memset(arg_start, 0, arg_end - arg_start)
+        ctypes.memmove(arg_start, shown, len(shown))

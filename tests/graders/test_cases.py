@@ -61,6 +61,17 @@ def test_a_small_failing_input_is_shown_as_python_that_rebuilds_it() -> None:
     assert torch.equal(rebuilt, Double().fixed_cases("cpu")[0].args[0])
 
 
+def test_non_finite_inputs_are_shown_as_python_too() -> None:
+    grader = Double()
+    logits = torch.tensor([float("-inf"), 1.5, float("nan"), float("inf")])
+    plan = grader.plan_of([_case(logits, drawn=False)], seed=3)
+    verdict = grader.judge(TASK, plan, run_plan(load(SQUARE), plan), SQUARE)
+    shown = verdict.checks[0].message.split("Input: double", 1)[1].split(". ", 1)[0]
+    rebuilt = eval(shown, {"torch": torch})
+    assert torch.equal(rebuilt.isnan(), logits.isnan())
+    assert torch.equal(rebuilt.nan_to_num(0.0), logits.nan_to_num(0.0))
+
+
 def test_a_large_failing_input_gets_the_command_that_replays_its_draw() -> None:
     (check, _) = _grade(SQUARE, seed=987654321, drawn_only=True).checks
     assert "Input:" not in check.message
