@@ -10,7 +10,7 @@ the softmax) so the feedback can name the one made.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from functools import partial
 
 import torch
@@ -52,11 +52,23 @@ PASSED_FEEDBACK = (
     "keys in blocks and keep a running max and sum, the same trick as a stable softmax."
 )
 
+#: (rtol, atol) per input dtype, as the task's prompt states them
+TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-10, 1e-10)}
+#: the fixed cases' inputs are drawn once from this seed, the same in every plan
+_FIXED_SEED = 8
+
 _UNSCALED = "that is attention without the 1/sqrt(head_dim) scale; divide the scores by it."
 _BY_DIM = "you divided the scores by head_dim; divide by its square root."
+_BY_V_DIM = (
+    "you scaled by the width of the values (v.shape[-1]); the scale is 1/sqrt(head_dim) "
+    "with head_dim = q.shape[-1], the length of the dot products, and the two may differ."
+)
 _WRONG_DIM = (
     "the softmax ran over the queries; it must run over the keys, the last dim of the scores."
 )
+
+Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+Draw = Callable[[int, int, int, int, int, int], Inputs]
 
 
 class Attention(CaseGrader):
@@ -68,35 +80,70 @@ class Attention(CaseGrader):
     nonfinite_hint = NONFINITE
     passed_feedback = PASSED_FEEDBACK
 
+    def fixed_cases(self, device: str) -> list[Case]:
+        """Each slip fails these, the same in every plan: head_dim above 1 (so no scale,
+        head_dim and its root differ), values wider and narrower than the head, more keys
+        than queries and equal lengths (a stray causal mask), in both dtypes."""
+        qkv = _drawing(torch.Generator().manual_seed(_FIXED_SEED))
+        plain = partial(_plain, drawn=False)
+        causal = partial(_causal, drawn=False)
+        f32, f64 = torch.float32, torch.float64
+        return [
+            plain(qkv(1, 2, 5, 5, 8, 8), f32, "self-attention"),
+            plain(qkv(1, 2, 4, 4, 4, 4), f64, "self-attention"),
+            plain(qkv(1, 2, 3, 6, 8, 8), f32, "fewer queries than keys"),
+            plain(qkv(2, 1, 5, 5, 4, 9), f32, "values wider than the head"),
+            plain(qkv(1, 2, 3, 6, 9, 3), f32, "values narrower than the head"),
+            causal(qkv(2, 2, 6, 6, 8, 8), f32, "causal"),
+            causal(qkv(1, 2, 5, 5, 4, 4), f64, "causal"),
+            causal(qkv(1, 2, 5, 5, 4, 7), f32, "causal, values wider than the head"),
+            causal(qkv(1, 1, 1, 1, 8, 8), f32, "causal, one position"),
+        ]
+
     def make_cases(self, gen: torch.Generator, device: str) -> list[Case]:
-        """Random shapes in float32 and float64, cross-attention, and one-position edges."""
-        size = partial(draw_int, gen)
-
-        def qkv(b: int, h: int, sq: int, sk: int, d: int, dv: int) -> Inputs:
-            q = draw_normal(gen, b, h, sq, d)
-            k = draw_normal(gen, b, h, sk, d)
-            v = draw_normal(gen, b, h, sk, dv)
-            return q, k, v
-
+        """Random shapes in float32 and float64, cross-attention, values of another width."""
+        size, qkv = partial(draw_int, gen), _drawing(gen)
         cases: list[Case] = []
         for dtype in (torch.float32, torch.float64):
             s, d = size(2, 8), size(2, 16)
             cases.append(_plain(qkv(size(1, 2), size(1, 3), s, s, d, d), dtype, "self-attention"))
         sq, sk, d = size(1, 4), size(5, 8), size(2, 16)
         cases.append(_plain(qkv(1, 2, sq, sk, d, d), torch.float32, "fewer queries than keys"))
-        sq, dv = size(5, 8), size(2, 16)
-        cases.append(_plain(qkv(2, 1, sq, sq, 4, dv), torch.float32, "values of another width"))
+        s, d = size(5, 8), size(2, 16)
+        cases.append(
+            _plain(qkv(2, 1, s, s, d, _other(gen, d)), torch.float32, "values of another width")
+        )
         cases.append(_plain(qkv(1, 1, 1, 1, 8, 8), torch.float32, "one position"))
         for dtype in (torch.float32, torch.float64):
             s, d = size(3, 8), size(2, 16)
             cases.append(_causal(qkv(size(1, 2), size(1, 3), s, s, d, d), dtype, "causal"))
+        s, d = size(3, 8), size(2, 16)
+        cases.append(
+            _causal(
+                qkv(1, 2, s, s, d, _other(gen, d)), torch.float32, "causal, values of another width"
+            )
+        )
         s = size(5, 8)
         cases.append(_causal(qkv(2, 4, s, s, 16, 16), torch.float32, "causal, 4 heads"))
-        cases.append(_causal(qkv(1, 2, 1, 1, 8, 8), torch.float32, "causal, one position"))
         return cases
 
 
-Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+def _drawing(gen: torch.Generator) -> Draw:
+    """``qkv(b, h, sq, sk, d, dv)``: standard normal q, k, v of those sizes from ``gen``."""
+
+    def qkv(b: int, h: int, sq: int, sk: int, d: int, dv: int) -> Inputs:
+        q = draw_normal(gen, b, h, sq, d)
+        k = draw_normal(gen, b, h, sk, d)
+        v = draw_normal(gen, b, h, sk, dv)
+        return q, k, v
+
+    return qkv
+
+
+def _other(gen: torch.Generator, d: int) -> int:
+    """A width in 2..16 other than ``d``, so scaling by the values' width shows."""
+    width = draw_int(gen, 2, 15)
+    return width + 1 if width >= d else width
 
 
 def _attend(
@@ -107,12 +154,13 @@ def _attend(
     scale: float,
     allowed: torch.Tensor | None = None,
     after: bool = False,
+    fill: float = float("-inf"),
     dim: int = -1,
 ) -> torch.Tensor:
     """Attention written out, with the knobs the usual mistakes turn (float64 in, out)."""
     scores = q @ k.transpose(-2, -1) * scale
     if allowed is not None and not after:
-        scores = scores.masked_fill(~allowed, float("-inf"))
+        scores = scores.masked_fill(~allowed, fill)
     weights = torch.softmax(scores, dim=dim)
     if allowed is not None and after:
         weights = weights * allowed
@@ -129,56 +177,67 @@ def _label(what: str, inputs: Inputs, dtype: torch.dtype) -> str:
 
 
 def _case(
-    function: str, inputs: Inputs, dtype: torch.dtype, label: str, mistakes: dict[str, torch.Tensor]
+    function: str,
+    inputs: Inputs,
+    dtype: torch.dtype,
+    label: str,
+    mistakes: dict[str, torch.Tensor],
+    drawn: bool,
 ) -> Case:
     expected = F.scaled_dot_product_attention(*inputs, is_causal=function == "causal_attention")
-    rtol, atol = (1e-5, 1e-5) if dtype == torch.float32 else (1e-9, 1e-10)
+    rtol, atol = TOLERANCE[dtype]
     known = tuple(Mistake(out.to(dtype), why) for why, out in mistakes.items())
     args = tuple(t.to(dtype) for t in inputs)
-    return Case(function, args, expected.to(dtype), label, rtol, atol, mistakes=known)
+    return Case(function, args, expected.to(dtype), label, rtol, atol, mistakes=known, drawn=drawn)
 
 
-def _plain(inputs: Inputs, dtype: torch.dtype, what: str) -> Case:
+def _scales(q: torch.Tensor, v: torch.Tensor) -> dict[str, float]:
+    """The wrong scales, by explanation: none, 1/head_dim and 1/sqrt(values' width)."""
+    return {_UNSCALED: 1.0, _BY_DIM: 1 / q.shape[-1], _BY_V_DIM: v.shape[-1] ** -0.5}
+
+
+def _plain(inputs: Inputs, dtype: torch.dtype, what: str, *, drawn: bool = True) -> Case:
     inputs = tuple(t.to(dtype).double() for t in inputs)  # the reference sees rounded inputs
     q, k, v = inputs
-    d, sq, sk = q.shape[-1], q.shape[2], k.shape[2]
-    mistakes = {
-        _UNSCALED: _attend(q, k, v, scale=1.0),
-        _BY_DIM: _attend(q, k, v, scale=1 / d),
-        _WRONG_DIM: _attend(q, k, v, scale=d**-0.5, dim=-2),
-    }
-    if sq == sk:
-        masked = "you applied a causal mask; plain attention lets every query see every key."
-        mistakes[masked] = _attend(q, k, v, scale=d**-0.5, allowed=_lower(sq))
-    return _case("attention", inputs, dtype, _label(what, inputs, dtype), mistakes)
+    scale, sq, sk = q.shape[-1] ** -0.5, q.shape[2], k.shape[2]
+    mistakes = {why: _attend(q, k, v, scale=wrong) for why, wrong in _scales(q, v).items()}
+    mistakes[_WRONG_DIM] = _attend(q, k, v, scale=scale, dim=-2)
+    masked = "you applied a causal mask; plain attention lets every query see every key."
+    mistakes[masked] = _attend(q, k, v, scale=scale, allowed=_lower(sq, sk))
+    return _case("attention", inputs, dtype, _label(what, inputs, dtype), mistakes, drawn)
 
 
-def _causal(inputs: Inputs, dtype: torch.dtype, what: str) -> Case:
+def _causal(inputs: Inputs, dtype: torch.dtype, what: str, *, drawn: bool = True) -> Case:
     inputs = tuple(t.to(dtype).double() for t in inputs)
     q, k, v = inputs
-    d, s = q.shape[-1], q.shape[2]
-    scale = 1 / math.sqrt(d)
+    scale, s = q.shape[-1] ** -0.5, q.shape[2]
+    mask = _lower(s, s)
     mistakes = {
-        _UNSCALED: _attend(q, k, v, scale=1.0, allowed=_lower(s)),
-        _BY_DIM: _attend(q, k, v, scale=1 / d, allowed=_lower(s)),
+        why: _attend(q, k, v, scale=wrong, allowed=mask) for why, wrong in _scales(q, v).items()
+    }
+    mistakes |= {
         "no causal mask was applied: query i must not see keys after i.": _attend(
             q, k, v, scale=scale
         ),
         "the mask is off by one: query i also sees key i + 1. Allow j <= i only.": _attend(
-            q, k, v, scale=scale, allowed=_lower(s, 1)
+            q, k, v, scale=scale, allowed=_lower(s, s, 1)
         ),
         "the mask is the wrong way round: query i sees keys i and later. Allow j <= i.": _attend(
-            q, k, v, scale=scale, allowed=_lower(s).T
+            q, k, v, scale=scale, allowed=mask.T
         ),
         "the mask was applied after the softmax, so the weights left no longer sum to 1. "
         "Set masked scores to -inf before the softmax.": _attend(
-            q, k, v, scale=scale, allowed=_lower(s), after=True
+            q, k, v, scale=scale, allowed=mask, after=True
         ),
-        _WRONG_DIM: _attend(q, k, v, scale=scale, allowed=_lower(s), dim=-2),
+        "the masked scores were set to 0, and a score of 0 still gets weight exp(0) in the "
+        "softmax. Set them to -inf (or a very negative number).": _attend(
+            q, k, v, scale=scale, allowed=mask, fill=0.0
+        ),
+        _WRONG_DIM: _attend(q, k, v, scale=scale, allowed=mask, dim=-2),
     }
-    return _case("causal_attention", inputs, dtype, _label(what, inputs, dtype), mistakes)
+    return _case("causal_attention", inputs, dtype, _label(what, inputs, dtype), mistakes, drawn)
 
 
-def _lower(n: int, diagonal: int = 0) -> torch.Tensor:
+def _lower(rows: int, columns: int, diagonal: int = 0) -> torch.Tensor:
     """Which keys each query may see: ``[i, j]`` is True where ``j <= i + diagonal``."""
-    return torch.ones(n, n, dtype=torch.bool).tril(diagonal)
+    return torch.ones(rows, columns, dtype=torch.bool).tril(diagonal)

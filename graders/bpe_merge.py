@@ -4,8 +4,9 @@ The rule, as the task states it: count every adjacent pair ``(ids[i], ids[i + 1]
 (overlapping pairs count, so ``[1, 1, 1]`` holds ``(1, 1)`` twice); take the most frequent,
 breaking ties by the pair whose first occurrence starts earliest; replace its occurrences
 left to right without overlap by ``ids.max() + 1``.  The reference below is plain Python,
-and the usual slips (another tie rule, overlapping replacement) are diagnosed by name.
-No library call does this step, so nothing is forbidden.
+and the usual slips (another counting or tie rule, overlapping replacement, the wrong new
+id) are diagnosed by name; the fixed inputs are chosen so each of them fails.  No library
+call does this step, so nothing is forbidden.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ PASSED_FEEDBACK = (
 )
 
 Pair = tuple[int, int]
+Counting = Callable[[Sequence[int]], dict[Pair, int]]
 TieRule = Callable[[dict[Pair, int]], Pair]
 
 
@@ -40,6 +42,19 @@ def pair_counts(ids: Sequence[int]) -> dict[Pair, int]:
     """Adjacent pairs with their counts, in order of first occurrence (dicts keep order)."""
     counts: dict[Pair, int] = {}
     for pair in itertools.pairwise(ids):
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+def _disjoint_counts(ids: Sequence[int]) -> dict[Pair, int]:
+    """The slip of counting each pair as often as it could be replaced (no overlaps)."""
+    return {pair: len(ids) - len(replace_pair(ids, pair, -1)) for pair in pair_counts(ids)}
+
+
+def _even_counts(ids: Sequence[int]) -> dict[Pair, int]:
+    """The slip of cutting ``ids`` into pairs: only those starting at even positions."""
+    counts: dict[Pair, int] = {}
+    for pair in zip(ids[::2], ids[1::2], strict=False):
         counts[pair] = counts.get(pair, 0) + 1
     return counts
 
@@ -65,10 +80,16 @@ def replace_pair(ids: Sequence[int], pair: Pair, new: int, *, overlap: bool = Fa
 
 
 def merge_step(
-    ids: Sequence[int], choose: TieRule = first_most_frequent, *, overlap: bool = False
+    ids: Sequence[int],
+    choose: TieRule = first_most_frequent,
+    *,
+    count: Counting = pair_counts,
+    overlap: bool = False,
+    above_max: int = 1,
 ) -> list[int]:
-    """The reference: one merge of the most frequent adjacent pair into ``max(ids) + 1``."""
-    return replace_pair(ids, choose(pair_counts(ids)), max(ids) + 1, overlap=overlap)
+    """The reference: one merge of the most frequent adjacent pair into ``max(ids) + 1``
+    (the keywords are the slips: another count, overlapping replacement, another new id)."""
+    return replace_pair(ids, choose(count(ids)), max(ids) + above_max, overlap=overlap)
 
 
 def _smallest_on_tie(counts: dict[Pair, int]) -> Pair:
@@ -94,13 +115,29 @@ _MISTAKES: dict[str, Callable[[list[int]], list[int]]] = {
     "after writing the new id, move past both tokens of the pair; stepping by one keeps "
     "the pair's second token and lets occurrences overlap, so [1, 1, 1] came out "
     "[2, 2, 1] instead of [2, 1].": lambda ids: merge_step(ids, overlap=True),
+    "you counted only occurrences that do not overlap; all overlapping occurrences count "
+    "too, so [1, 1, 1] holds (1, 1) twice. Overlaps matter only when replacing.": (
+        lambda ids: merge_step(ids, count=_disjoint_counts)
+    ),
+    "you counted only the pairs starting at even positions (ids[0:2], ids[2:4], ...); "
+    "count the pair starting at every position i, (ids[i], ids[i + 1]).": (
+        lambda ids: merge_step(ids, count=_even_counts)
+    ),
+    "the new id must be max(ids) + 1, one more than the largest id, so that it stands for "
+    "the pair alone; you reused max(ids), a token that already means something.": (
+        lambda ids: merge_step(ids, above_max=0)
+    ),
 }
-#: crafted inputs: overlapping runs, ties that each tie rule settles differently, no repeats
+#: crafted inputs, in every plan: overlapping runs, ties that each tie rule settles
+#: differently, a run whose overlaps decide the count, a pair only at odd positions, no
+#: repeats; each has at most 12 ids, so a failure shows it in full
 CRAFTED: tuple[tuple[str, list[int]], ...] = (
     ("a run of three equal ids", [1, 1, 1]),
     ("a run of four equal ids", [1, 1, 1, 1]),
     ("five pairs tied", [4, 6, 9, 0, 1, 3, 4, 6, 9, 0, 1, 3]),
     ("two pairs tied, the smaller first", [1, 2, 3, 1, 2, 3]),
+    ("a run's overlapping pairs tie with two repeated pairs", [9, 9, 9, 5, 6, 5, 6, 1, 2, 1, 2]),
+    ("the most frequent pair at odd positions only", [5, 1, 2, 1, 2]),
     ("every pair once", [5, 3, 8, 1]),
     ("just two ids", [4, 9]),
 )
@@ -112,31 +149,37 @@ class BpeMerge(CaseGrader):
     hints = HINTS
     passed_feedback = PASSED_FEEDBACK
 
+    def fixed_cases(self, device: str) -> list[Case]:
+        """The crafted inputs: each listed slip fails at least one of them."""
+        return [_case(label, ids, drawn=False) for label, ids in CRAFTED]
+
     def make_cases(self, gen: torch.Generator, device: str) -> list[Case]:
-        """Crafted edge cases, then random corpora: 2..6 symbols, length 2..40."""
-        corpora = list(CRAFTED)
+        """Random corpora: 2..6 symbols, length 2..40."""
+        cases = []
         for _ in range(6):
             count = draw_int(gen, 2, 6)
             symbols = torch.randperm(20, generator=gen)[:count]
             length = draw_int(gen, 2, 40)
             picks = torch.randint(len(symbols), (length,), generator=gen)
-            corpora.append((f"{length} ids over {len(symbols)} symbols", symbols[picks].tolist()))
-        return [_case(label, ids) for label, ids in corpora]
+            label = f"{length} ids over {len(symbols)} symbols"
+            cases.append(_case(label, symbols[picks].tolist()))
+        return cases
 
 
-def _case(what: str, ids: list[int]) -> Case:
+def _case(label: str, ids: list[int], *, drawn: bool = True) -> Case:
+    """The label names the input; the check's message shows the ids when they are few
+    (at most 12) and otherwise the command that replays the plan's draw."""
     expected = merge_step(ids)
     mistakes = tuple(
         Mistake(torch.tensor(wrong(ids), dtype=torch.int64), why)
         for why, wrong in _MISTAKES.items()
         if wrong(ids) != expected
     )
-    tensor = torch.tensor(ids, dtype=torch.int64)
-    label = what if len(ids) > 12 else f"{what} {ids}"
     return Case(
         "bpe_merge_step",
-        (tensor,),
+        (torch.tensor(ids, dtype=torch.int64),),
         torch.tensor(expected, dtype=torch.int64),
         label,
         mistakes=mistakes,
+        drawn=drawn,
     )

@@ -7,13 +7,17 @@ and every product routine, so nothing solves it by a matrix product either.
 
 Results are exact for int64 inputs and for everything that only moves values; the float32
 running sum is held to a tolerance scaled by the sum of absolute values, which bounds the
-rounding error of any summation order.
+rounding error of any summation order.  Fixed small inputs in both dtypes are in every
+plan, chosen so each common slip (operands swapped, a triangle off by the diagonal, the
+wrong axis, a float result for an int64 input...) fails them; every case carries what
+those slips return, so a wrong answer is named.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from types import MappingProxyType
 
 import torch
 
@@ -71,86 +75,7 @@ PASSED_FEEDBACK = (
 _INT_RANGE = 10  # int64 inputs are drawn from [-10, 10)
 _FLOAT32_EPS = torch.finfo(torch.float32).eps
 
-
-def _values(gen: torch.Generator, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    if dtype == torch.int64:
-        return torch.randint(-_INT_RANGE, _INT_RANGE, shape, generator=gen)
-    return (draw_normal(gen, *shape) * 3).to(dtype)
-
-
-class TensorPuzzles(CaseGrader):
-    name = "tensor_puzzles"
-    interface: tuple[str, ...] = tuple(FORBIDDEN)
-    forbidden = FORBIDDEN
-    forbidden_what = "a library call that solves this puzzle for you"
-    hints = HINTS
-    passed_feedback = PASSED_FEEDBACK
-
-    def make_cases(self, gen: torch.Generator, device: str) -> list[Case]:
-        """Random sizes 2..8 in float32 and int64, plus the one-element edge of each."""
-        size = partial(draw_int, gen, 2, 8)
-        cases: list[Case] = []
-        for dtype in (torch.float32, torch.int64):
-            n = size()
-            m = (n - 2 + draw_int(gen, 1, 6)) % 7 + 2  # 2..8 but never n: a[:, None] vs b[None, :]
-            cases += self._outer(gen, n, m, dtype)
-            cases += self._square("diag", gen, size(), dtype, _diag, {})
-            cases += self._square("triu", gen, size(), dtype, torch.triu, _TRIU_MISTAKES)
-            cases += self._cumsum(gen, size(), dtype)
-            cases += self._vector("flip", gen, (size(),), dtype, _flip)
-            shape = (draw_int(gen, 1, 4), size()) if dtype.is_floating_point else (size(),)
-            cases += self._vector("relu", gen, shape, dtype, torch.relu)
-        cases += self._outer(gen, 1, 1, torch.float32) + self._outer(gen, 1, size(), torch.int64)
-        cases += self._square("diag", gen, 1, torch.float32, _diag, {})
-        cases += self._square("triu", gen, 1, torch.int64, torch.triu, _TRIU_MISTAKES)
-        cases += self._cumsum(gen, 1, torch.float32)
-        cases += self._vector("flip", gen, (1,), torch.int64, _flip)
-        cases += self._vector("relu", gen, (1,), torch.float32, torch.relu)
-        return sorted(cases, key=lambda c: self.interface.index(c.function))
-
-    def _outer(self, gen: torch.Generator, n: int, m: int, dtype: torch.dtype) -> list[Case]:
-        a, b = _values(gen, (n,), dtype), _values(gen, (m,), dtype)
-        expected = torch.outer(a.double(), b.double()).to(dtype)
-        label = f"outer of lengths {n} and {m}, {dtype_name(dtype)}"
-        return [Case("outer", (a, b), expected, label)]
-
-    def _square(
-        self,
-        function: str,
-        gen: torch.Generator,
-        n: int,
-        dtype: torch.dtype,
-        reference: Callable[[torch.Tensor], torch.Tensor],
-        mistakes: dict[str, Callable[[torch.Tensor], torch.Tensor]],
-    ) -> list[Case]:
-        a = _values(gen, (n, n), dtype)
-        known = tuple(Mistake(wrong(a), why) for why, wrong in mistakes.items())
-        label = f"{function} of a {n}x{n} {dtype_name(dtype)} matrix"
-        return [Case(function, (a,), reference(a), label, mistakes=known)]
-
-    def _cumsum(self, gen: torch.Generator, n: int, dtype: torch.dtype) -> list[Case]:
-        a = _values(gen, (n,), dtype)
-        expected = torch.cumsum(a.double(), 0).to(dtype)
-        # float32 summation error is at most about n * eps * sum(|a|), in any order
-        atol = 4 * n * _FLOAT32_EPS * float(a.double().abs().sum()) + 1e-7
-        mistakes = tuple(
-            Mistake(wrong(a.double()).to(dtype), why) for why, wrong in _CUMSUM_MISTAKES.items()
-        )
-        label = f"cumsum of length {n}, {dtype_name(dtype)}"
-        return [Case("cumsum", (a,), expected, label, atol=atol, mistakes=mistakes)]
-
-    def _vector(
-        self,
-        function: str,
-        gen: torch.Generator,
-        shape: tuple[int, ...],
-        dtype: torch.dtype,
-        reference: Callable[[torch.Tensor], torch.Tensor],
-    ) -> list[Case]:
-        a = _values(gen, shape, dtype)
-        size = "x".join(map(str, shape))
-        label = f"{function} of shape {size}, {dtype_name(dtype)}"
-        return [Case(function, (a,), reference(a), label)]
+Op = Callable[..., torch.Tensor]
 
 
 def _diag(a: torch.Tensor) -> torch.Tensor:
@@ -161,17 +86,189 @@ def _flip(a: torch.Tensor) -> torch.Tensor:
     return torch.flip(a, (0,))
 
 
-_TRIU_MISTAKES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "you zeroed the diagonal too; triu keeps it (j >= i, not j > i).": lambda a: torch.triu(a, 1),
-    "that is the lower triangle; triu keeps entries on and above the diagonal (j >= i).": (
-        torch.tril
-    ),
-}
-_CUMSUM_MISTAKES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "that is the exclusive running sum (a[0] + ... + a[i - 1]); include a[i] (j <= i).": (
-        lambda a: torch.cumsum(a, 0) - a
-    ),
-    "that sums from i to the end; the running sum runs from 0 up to i (mask j <= i).": (
-        lambda a: torch.flip(torch.cumsum(torch.flip(a, (0,)), 0), (0,))
-    ),
-}
+def _flip_columns(a: torch.Tensor) -> torch.Tensor:
+    return torch.flip(a, (1,))
+
+
+def _cumsum(a: torch.Tensor) -> torch.Tensor:
+    return torch.cumsum(a, 0)
+
+
+#: what each puzzle computes, applied to float64 copies of the inputs (exact for the
+#: int64 values drawn here) and rounded to the input's dtype
+REFERENCES: MappingProxyType[str, Op] = MappingProxyType(
+    {
+        "outer": torch.outer,
+        "diag": _diag,
+        "triu": torch.triu,
+        "cumsum": _cumsum,
+        "flip": _flip,
+        "relu": torch.relu,
+    }
+)
+#: function -> explanation -> what the slip computes, like REFERENCES
+MISTAKES: MappingProxyType[str, dict[str, Op]] = MappingProxyType(
+    {
+        "outer": {
+            "that is outer(b, a): the roles of a and b are swapped. out[i, j] = a[i] * b[j], "
+            "so a runs down the rows (a[:, None]) and b along the columns (b[None, :]).": (
+                lambda a, b: torch.outer(b, a)
+            ),
+        },
+        "diag": {
+            "that is the whole matrix: a[i][i] indexes the rows twice (a[i] picks rows, then "
+            "[i] picks rows again); index rows and columns in one go: a[i, i].": torch.clone,
+            "that is the anti-diagonal, a[i, n - 1 - i]; the diagonal is a[i, i].": (
+                lambda a: _diag(_flip_columns(a))
+            ),
+        },
+        "triu": {
+            "you zeroed the diagonal too; triu keeps it (j >= i, not j > i).": (
+                lambda a: torch.triu(a, 1)
+            ),
+            "that is the lower triangle; triu keeps entries on and above the diagonal "
+            "(j >= i).": torch.tril,
+        },
+        "cumsum": {
+            "that is the exclusive running sum (a[0] + ... + a[i - 1]); include a[i] "
+            "(j <= i).": lambda a: _cumsum(a) - a,
+            "that sums from i to the end; the running sum runs from 0 up to i "
+            "(mask j <= i).": lambda a: _flip(_cumsum(_flip(a))),
+            "the mask was summed over the wrong axis: summing mask[i, j] * a[j] over i gives "
+            "a[j] * (n - j). Sum over j, the columns: .sum(1).": (
+                lambda a: a * torch.arange(len(a), 0, -1)
+            ),
+        },
+        "flip": {
+            "that is a[-i]: a[0] stays first, since -0 is 0. Index with n - 1 - i "
+            "(or -1 - i).": lambda a: torch.roll(_flip(a), 1),
+        },
+        "relu": {
+            "negative entries came back as their absolute value; relu sets them to 0: "
+            "torch.where(a > 0, a, 0).": torch.abs,
+            "the branches of torch.where are swapped: that keeps the negative entries and "
+            "zeroes the positive ones. torch.where(a > 0, a, 0).": lambda a: a.clamp(max=0),
+        },
+    }
+)
+#: function -> what to say when the values are right but an int64 input came back float32
+FLOAT_RESULT: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "cumsum": (
+            "the values are right but the dtype is float32: a float mask (.float()) turns an "
+            "int64 input into floats. Multiply by the boolean mask itself, or cast the mask "
+            "to a.dtype."
+        ),
+        "relu": (
+            "the values are right but the dtype is float32: a float zero (0.0) in torch.where "
+            "promotes an int64 input. Use the integer 0, or torch.zeros_like(a)."
+        ),
+    }
+)
+
+
+def puzzle_case(function: str, *args: torch.Tensor, drawn: bool = True) -> Case:
+    """One call of ``function``, its expectation and what each listed slip returns."""
+    dtype = args[0].dtype
+    wide = tuple(a.double() for a in args)
+    expected = REFERENCES[function](*wide).to(dtype)
+    mistakes = [Mistake(wrong(*wide).to(dtype), why) for why, wrong in MISTAKES[function].items()]
+    if dtype == torch.int64 and function in FLOAT_RESULT:
+        mistakes.append(Mistake(expected.float(), FLOAT_RESULT[function]))
+    atol = _cumsum_atol(args[0]) if function == "cumsum" and dtype.is_floating_point else Case.atol
+    fixed = "" if drawn else " (fixed)"
+    label = f"{function} {_shapes(function, args)}, {dtype_name(dtype)}{fixed}"
+    return Case(function, args, expected, label, atol=atol, mistakes=tuple(mistakes), drawn=drawn)
+
+
+def _cumsum_atol(a: torch.Tensor) -> float:
+    """float32 summation error is at most about n * eps * sum(|a|), in any order."""
+    return 4 * a.shape[0] * _FLOAT32_EPS * float(a.double().abs().sum()) + 1e-7
+
+
+def _shapes(function: str, args: tuple[torch.Tensor, ...]) -> str:
+    if function == "outer":
+        return f"of lengths {len(args[0])} and {len(args[1])}"
+    (a,) = args
+    if function in {"diag", "triu"}:
+        return f"of a {a.shape[0]}x{a.shape[1]} matrix"
+    return f"of shape {'x'.join(map(str, a.shape))}"
+
+
+def _fixed_inputs(dtype: torch.dtype) -> dict[str, tuple[torch.Tensor, ...]]:
+    """Small inputs with distinct entries, where every listed slip shows: an outer of
+    unequal lengths (swapped operands change the shape) and, in float32, of equal ones
+    (they transpose it); nonzero diagonals and triangles; runs with signs mixed."""
+
+    def t(values: list) -> torch.Tensor:
+        return torch.tensor(values, dtype=dtype)
+
+    if dtype == torch.int64:
+        square = [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+        return {
+            "outer": (t([1, 2, 3]), t([4, -5])),
+            "diag": (t(square),),
+            "triu": (t(square),),
+            "cumsum": (t([3, -1, 4, 1, -5]),),
+            "flip": (t([1, 2, 3, 4, 5]),),
+            "relu": (t([[-2, 0, 3], [5, -1, 0]]),),
+        }
+    square = [[0.5 * (4 * i + j) - 3.0 for j in range(4)] for i in range(4)]
+    return {
+        "outer": (t([0.5, -1.5]), t([2.0, 3.25])),
+        "diag": (t(square),),
+        "triu": (t(square),),
+        "cumsum": (t([0.5, 1.25, -2.0, 4.0]),),
+        "flip": (t([0.5, -1.0, 2.5, 4.0]),),
+        "relu": (t([[-1.5, 0.0, 2.25], [-0.5, 3.0, -4.0]]),),
+    }
+
+
+class TensorPuzzles(CaseGrader):
+    name = "tensor_puzzles"
+    interface: tuple[str, ...] = tuple(FORBIDDEN)
+    forbidden = FORBIDDEN
+    forbidden_what = "a library call that solves this puzzle for you"
+    hints = HINTS
+    passed_feedback = PASSED_FEEDBACK
+
+    def fixed_cases(self, device: str) -> list[Case]:
+        """The same small inputs in every plan, in both dtypes."""
+        return [
+            puzzle_case(function, *args, drawn=False)
+            for dtype in (torch.int64, torch.float32)
+            for function, args in _fixed_inputs(dtype).items()
+        ]
+
+    def make_cases(self, gen: torch.Generator, device: str) -> list[Case]:
+        """Random sizes 2..8 in float32 and int64, plus the one-element edge of each."""
+        size = partial(draw_int, gen, 2, 8)
+        cases: list[Case] = []
+        for dtype in (torch.float32, torch.int64):
+            n = size()
+            m = (n - 2 + draw_int(gen, 1, 6)) % 7 + 2  # 2..8 but never n: a[:, None] vs b[None, :]
+            cases.append(puzzle_case("outer", _values(gen, (n,), dtype), _values(gen, (m,), dtype)))
+            for function in ("diag", "triu"):
+                k = size()
+                cases.append(puzzle_case(function, _values(gen, (k, k), dtype)))
+            for function in ("cumsum", "flip"):
+                cases.append(puzzle_case(function, _values(gen, (size(),), dtype)))
+            shape = (draw_int(gen, 1, 4), size()) if dtype.is_floating_point else (size(),)
+            cases.append(puzzle_case("relu", _values(gen, shape, dtype)))
+        one = partial(_values, gen, (1,))
+        cases += [
+            puzzle_case("outer", one(torch.float32), one(torch.float32)),
+            puzzle_case("outer", one(torch.int64), _values(gen, (size(),), torch.int64)),
+            puzzle_case("diag", _values(gen, (1, 1), torch.float32)),
+            puzzle_case("triu", _values(gen, (1, 1), torch.int64)),
+            puzzle_case("cumsum", one(torch.float32)),
+            puzzle_case("flip", one(torch.int64)),
+            puzzle_case("relu", one(torch.float32)),
+        ]
+        return cases
+
+
+def _values(gen: torch.Generator, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    if dtype == torch.int64:
+        return torch.randint(-_INT_RANGE, _INT_RANGE, shape, generator=gen)
+    return (draw_normal(gen, *shape) * 3).to(dtype)

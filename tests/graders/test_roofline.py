@@ -13,11 +13,11 @@ import torch
 
 import graders.fused_pointwise as fp
 from bot.content import BuildTask, Content, answer_matches
+from bot.content.quiz_grading import grade_quiz
 from bot.grading.service import SandboxRunner
 from bot.sandbox.api import CallResult, SandboxResult
 from graders import load_grader
 from graders.base import Plan, Verdict
-from bot.content.quiz_grading import grade_quiz
 from graders.tensors import to_raw
 from tests.graders.support import assert_quiz_passes, grade_in_sandbox, quiz_task
 
@@ -117,21 +117,36 @@ def test_correct_submissions_pass_with_a_cpu_note(zygote: SandboxRunner, name: s
 
 
 @pytest.mark.parametrize(
-    ("name", "expected"),
+    ("name", "expected", "cause"),
     [
-        ("wrong_erf.py", "float32: "),  # bf16 cannot tell erf from tanh; float32 can
-        ("wrong_bias_after.py", "entries wrong"),
-        ("wrong_dtype.py", "expected dtype bfloat16, got float32"),
+        ("wrong_erf.py", "float32 grid: ", "exact (erf) GELU"),  # bf16 cannot tell them apart
+        ("wrong_bias_after.py", "entries wrong", "you added the bias after the activation"),
+        ("wrong_dtype.py", "expected dtype bfloat16, got float32", "cast the result back"),
     ],
 )
 def test_wrong_submissions_fail_and_say_why(
-    zygote: SandboxRunner, name: str, expected: str
+    zygote: SandboxRunner, name: str, expected: str, cause: str
 ) -> None:
     verdict, _ = grade(zygote, name)
     assert verdict.status == "failed"
     message = checks(verdict)[CORRECT]
     assert expected in message
-    assert "0.044715" in message  # the hint spells out the formula
+    assert "Likely cause: " in message and cause in message.split("Likely cause: ")[1]
+
+
+def test_the_prompt_states_the_accuracy_the_grader_checks(content: Content) -> None:
+    task = content.find_task(TASK)[1]
+    assert isinstance(task, BuildTask)
+    stated = {
+        torch.float32: ("`1e-4 × |ref| + 1e-5`", (1e-4, 1e-5)),
+        torch.bfloat16: ("`3e-2 × |ref| + 2e-2`", (3e-2, 2e-2)),
+    }
+    assert set(fp.TOLERANCE) == set(stated)
+    for case in fp.FusedPointwise().plan(5, "cpu").expected["cases"]:
+        text, tolerance = stated[case.expected.dtype]
+        assert text in task.prompt and (case.rtol, case.atol) == tolerance
+    shape = "×".join(map(str, fp.TIMED_SHAPE))
+    assert f"times a {shape} float32 call" in task.prompt and math.prod(fp.TIMED_SHAPE) == 2**24
 
 
 def test_the_built_in_gelu_is_not_allowed(zygote: SandboxRunner) -> None:
@@ -144,7 +159,7 @@ def test_the_built_in_gelu_is_not_allowed(zygote: SandboxRunner) -> None:
 
 # --- the GPU path, judged from fake results: timing samples are data like any other ---
 
-SMALL_TIMED = (64, 256)  # stands in for 4096x4096 so the fake results stay cheap
+SMALL_TIMED = (4, 16, 256)  # stands in for 64x256x1024 so the fake results stay cheap
 REAL_TIMED = fp.TIMED_SHAPE
 
 
@@ -191,7 +206,24 @@ def test_a_gpu_plan_adds_one_large_timed_case(gpu_plan: Plan) -> None:
     assert math.prod(REAL_TIMED) == 2**24  # the real one: 64 MiB each way
     assert not any(c.timed_runs for c in fp.FusedPointwise().plan(7, "cpu").expected["cases"])
     bytes_per_element = 4 + 4  # read x, write the output; the bias is one row
-    assert fp.bytes_moved(case) == SMALL_TIMED[0] * SMALL_TIMED[1] * bytes_per_element + 4 * 256
+    assert fp.bytes_moved(case) == math.prod(SMALL_TIMED) * bytes_per_element + 4 * 256
+
+
+def test_a_slip_is_named_on_a_gpu_plan_too(gpu_plan: Plan) -> None:
+    """The timed case carries the slips' outputs like the small ones, so a wrong GPU
+    submission still gets its likely cause, and they cost a block, not a full tensor."""
+    calls = []
+    for call, case in zip(gpu_plan.calls, gpu_plan.expected["cases"], strict=True):
+        x, bias = case.args
+        h = x.double() + bias.double()
+        erf = (0.5 * h * (1.0 + torch.erf(h / math.sqrt(2.0)))).to(x.dtype)
+        calls.append(CallResult(call.function, call.label, "ok", "torch.Tensor", to_raw(erf)))
+    verdict = judge(gpu_plan, SandboxResult("ok", "", tuple(calls), wall_s=0.5, device="cuda"))
+    timed = [r for r, c in zip(calls, gpu_plan.expected["cases"], strict=True) if c.timed_runs]
+    assert not fp.compare(timed_case(gpu_plan), timed[0]).ok  # the timed case fails too
+    assert "Likely cause: this is the exact (erf) GELU" in checks(verdict)[CORRECT]
+    held = [m.output.untyped_storage().nbytes() for m in timed_case(gpu_plan).mistakes]
+    assert held and max(held) * SMALL_TIMED[0] == math.prod(SMALL_TIMED) * 4  # one batch row
 
 
 def test_fast_enough_passes_and_says_how_fast(gpu_plan: Plan) -> None:

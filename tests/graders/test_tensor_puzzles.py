@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from bot.content.quiz_grading import grade_quiz
 from bot.content.schema import BuildTask, QuizTask
 from bot.grading.service import SandboxRunner
 from graders import load_grader
 from graders.base import Verdict
 from graders.comparison import compare_tensor
-from bot.content.quiz_grading import grade_quiz
 from graders.tensor_puzzles import TensorPuzzles
 from tests.graders.support import assert_quiz_passes, failing, grade_in_sandbox, load_quest
 
@@ -44,16 +44,19 @@ def test_the_reference_solution_passes(zygote: SandboxRunner) -> None:
 
 
 #: each wrong solution -> the functions it gets wrong -> what their failing check must say
-WRONG: dict[str, dict[str, str]] = {
+WRONG: dict[str, dict[str, tuple[str, ...]]] = {
     "wrong_triangles.py": {
-        "triu": "you zeroed the diagonal too",
-        "cumsum": "that is the exclusive running sum",
+        "triu": ("Likely cause: you zeroed the diagonal too",),
+        "cumsum": ("Likely cause: that is the exclusive running sum",),
     },
     "wrong_dtypes.py": {
-        "cumsum": "expected dtype int64, got float32",
-        "relu": "expected dtype int64, got float32",
+        "cumsum": ("expected dtype int64, got float32", "Likely cause: the values are right"),
+        "relu": ("expected dtype int64, got float32", "a float zero (0.0) in torch.where"),
     },
-    "wrong_outer_flip.py": {"outer": "expected shape", "flip": "raised IndexError"},
+    "wrong_outer_flip.py": {
+        "outer": ("expected shape", "Likely cause: that is outer(b, a)"),
+        "flip": ("raised IndexError",),  # the error says it: n - i is one past the end
+    },
 }
 
 
@@ -62,7 +65,8 @@ def test_wrong_solutions_fail_on_their_mistakes_only(zygote: SandboxRunner, name
     verdict = grade(zygote, name)
     assert verdict.status == "failed" and verdict.score < 1.0
     for function, expected in WRONG[name].items():
-        assert expected in failing(verdict, f"{function}: correct results")
+        message = failing(verdict, f"{function}: correct results")
+        assert all(e in message for e in expected), message
     right = [c for c in verdict.checks if c.name.split(":")[0] not in WRONG[name]]
     assert all(c.passed for c in right), [c.message for c in right if not c.passed]
 
@@ -100,6 +104,22 @@ def test_float32_cumsum_tolerance_admits_any_summation_order() -> None:
                 running.append(total)
             for got in (masked, torch.stack(running)):
                 assert compare_tensor(case, got).ok, (seed, case.label)
+
+
+def test_the_prompt_states_the_accuracy_the_grader_checks() -> None:
+    task = load_quest(QUEST).task("broadcasting-drills")
+    assert isinstance(task, BuildTask)
+    assert "`1e-5 × |ref| + 1e-6`" in task.prompt and "int64 results must be exact" in task.prompt
+    assert "`4 · n · 1.2e-7 · sum(|a|)`" in task.prompt
+    for case in TensorPuzzles().plan(3, "cpu").expected["cases"]:
+        assert case.expected.dtype == case.args[0].dtype
+        assert case.rtol == 1e-5
+        if case.function == "cumsum" and case.expected.dtype == torch.float32:
+            (a,) = case.args
+            bound = 4 * len(a) * torch.finfo(torch.float32).eps * float(a.abs().sum())
+            assert abs(case.atol - bound) <= 1e-7 + 1e-6 * bound
+        else:
+            assert case.atol == 1e-6
 
 
 def _quiz() -> QuizTask:

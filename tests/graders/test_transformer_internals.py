@@ -8,20 +8,28 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
 
+from bot.content.quiz_grading import grade_quiz
 from bot.content.schema import BuildTask, QuizTask
 from bot.grading.service import SandboxRunner
-from graders import load_grader
+from graders import attention, load_grader, stable_softmax
 from graders.attention import Attention
 from graders.base import Verdict
 from graders.bpe_merge import BpeMerge, merge_step
 from graders.cases import CaseGrader
-from bot.content.quiz_grading import grade_quiz
 from graders.stable_softmax import StableSoftmax
-from tests.graders.support import assert_quiz_passes, failing, grade_in_sandbox, load_quest
+from tests.graders.in_process import run_plan
+from tests.graders.support import (
+    assert_quiz_passes,
+    failing,
+    grade_in_sandbox,
+    load_quest,
+    load_solution,
+)
 
 QUEST = "transformer-internals"
 SOLUTIONS = Path(__file__).parent / "solutions" / QUEST
@@ -49,28 +57,65 @@ def test_each_build_task_names_its_grader_and_interface(prefix: str) -> None:
     assert grader.interface == task.function_names()
 
 
-@pytest.mark.parametrize("name", ["softmax_correct.py", "attention_correct.py", "bpe_correct.py"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "softmax_correct.py",
+        "softmax_correct_logsumexp.py",  # float32 error near 1000 about 3e-5 relative
+        "attention_correct.py",
+        "bpe_correct.py",
+    ],
+)
 def test_reference_solutions_pass(zygote: SandboxRunner, name: str) -> None:
     verdict = grade(zygote, name)
     assert verdict.status == "passed", [c.message for c in verdict.checks if not c.passed]
     assert verdict.score == 1.0
 
 
+def _scientific(value: float) -> str:
+    """``2e-4`` for 0.0002, as the prompts write tolerances."""
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+@pytest.mark.parametrize(
+    ("task_id", "grader_class", "tolerance"),
+    [
+        ("stable-softmax", StableSoftmax, stable_softmax.TOLERANCE),
+        ("attention-from-scratch", Attention, attention.TOLERANCE),
+    ],
+)
+def test_prompts_state_the_accuracy_every_case_checks(
+    task_id: str,
+    grader_class: type[CaseGrader],
+    tolerance: dict[torch.dtype, tuple[float, float]],
+) -> None:
+    prompt = " ".join(load_quest(QUEST).task(task_id).prompt.split())
+    for dtype, (rtol, atol) in tolerance.items():
+        assert str(dtype).removeprefix("torch.") in prompt
+        assert f"{_scientific(rtol)} relative" in prompt, (dtype, rtol)
+        assert _scientific(atol) in prompt, (dtype, atol)
+    cases = grader_class().plan(1, "cpu").expected["cases"]
+    assert {c.expected.dtype for c in cases} == set(tolerance)
+    for case in cases:
+        assert (case.rtol, case.atol) == tolerance[case.expected.dtype], case.label
+
+
 def test_naive_softmax_fails_on_large_logits_and_is_told_why(zygote: SandboxRunner) -> None:
     verdict = grade(zygote, "softmax_wrong_naive.py")
     assert verdict.status == "failed"
     message = failing(verdict, "softmax: correct results")
-    assert "large logits near +1000, " in message and "got nan" in message
+    assert "large logits near +1000, 3x4 float32: " in message and "got nan" in message
     assert "Also failing: large logits near -1000" in message
-    assert "Likely cause: your result has nan or inf" in message
-    assert "max of each row" in message
     assert "Likely cause: your result has nan or inf where every answer is finite" in message
+    assert "max of each row" in message
 
 
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("softmax_wrong_global_max.py", "failed 1 of 9 cases. rows near +1000, 0 and -1000"),
+        ("softmax_wrong_global_max.py", "rows near +1000, 0 and -1000, 3x4 float32: "),
+        ("softmax_wrong_global_max.py", "Likely cause: your result has nan or inf"),
         ("softmax_wrong_sum_all.py", "Likely cause: your entries sum to 1 over the whole tensor"),
     ],
 )
@@ -81,6 +126,7 @@ def test_softmax_mistakes_are_named(zygote: SandboxRunner, name: str, expected: 
 
 
 UNSCALED = "that is attention without the 1/sqrt(head_dim) scale"
+BY_V_DIM = "you scaled by the width of the values (v.shape[-1])"
 
 
 @pytest.mark.parametrize(
@@ -90,6 +136,7 @@ UNSCALED = "that is attention without the 1/sqrt(head_dim) scale"
             "attention_wrong_scale.py",
             {"attention": UNSCALED, "causal_attention": UNSCALED},
         ),
+        ("attention_wrong_scale_v_dim.py", {"attention": BY_V_DIM, "causal_attention": BY_V_DIM}),
         ("attention_wrong_mask_off_by_one.py", {"causal_attention": "the mask is off by one"}),
         (
             "attention_wrong_mask_after_softmax.py",
@@ -113,13 +160,45 @@ def test_attention_mistakes_are_named(
     ("name", "expected"),
     [
         ("bpe_wrong_tie.py", "Likely cause: on a tie you took the numerically smallest pair"),
+        (
+            "bpe_wrong_overlap.py",
+            "a run of three equal ids: expected shape (2,), got (3,). "
+            "Input: bpe_merge_step(torch.tensor([1, 1, 1])).",
+        ),
         ("bpe_wrong_overlap.py", "Likely cause: after writing the new id, move past both"),
+        (
+            "bpe_wrong_count_no_overlap.py",
+            "Input: bpe_merge_step(torch.tensor([9, 9, 9, 5, 6, 5, 6, 1, 2, 1, 2])).",
+        ),
+        (
+            "bpe_wrong_count_no_overlap.py",
+            "Likely cause: you counted only occurrences that do not overlap",
+        ),
+        ("bpe_wrong_new_id.py", "Likely cause: the new id must be max(ids) + 1"),
     ],
 )
 def test_bpe_mistakes_are_named(zygote: SandboxRunner, name: str, expected: str) -> None:
     verdict = grade(zygote, name)
     assert verdict.status == "failed"
     assert expected in failing(verdict, "bpe_merge_step: correct results")
+
+
+def _drawn_long_only(seed: int, module: ModuleType) -> Verdict:
+    """Our own wrong example judged on the plan's drawn inputs longer than 12 ids alone."""
+    grader = BpeMerge()
+    cases = grader.plan(seed, "cpu").expected["cases"]
+    plan = grader.plan_of((c for c in cases if c.drawn and c.args[0].numel() > 12), seed)
+    assert plan.calls
+    return grader.judge(f"{QUEST}/bpe-merge-step", plan, run_plan(module, plan), "")
+
+
+def test_a_long_failing_input_is_replayed_by_its_seed_and_still_explained() -> None:
+    module = load_solution(SOLUTIONS / "bpe_wrong_new_id.py")
+    for seed in (3, 2**62 + 5):
+        message = failing(_drawn_long_only(seed, module), "bpe_merge_step: correct results")
+        replay = f"grade YOUR_FILE --task {QUEST}/bpe-merge-step --seed {seed}`."
+        assert replay in message and "Input:" not in message
+        assert "Likely cause: the new id must be max(ids) + 1" in message
 
 
 @pytest.mark.parametrize(
@@ -153,6 +232,10 @@ def test_bpe_reference_follows_the_stated_rule() -> None:
     assert merge_step([1, 2, 3, 1, 2, 3]) == [4, 3, 4, 3]  # the prompt's worked example
     assert merge_step([4, 6, 9, 0, 1, 3, 4, 6, 9, 0, 1, 3]) == [10, 9, 0, 1, 3, 10, 9, 0, 1, 3]
     assert merge_step([5, 3, 8, 1]) == [9, 8, 1]
+    # (1, 1) twice with overlaps, tied with (2, 3): the run's pair comes first
+    assert merge_step([1, 1, 1, 2, 3, 2, 3]) == [4, 1, 2, 3, 2, 3]
+    assert merge_step([9, 9, 9, 5, 6, 5, 6, 1, 2, 1, 2]) == [10, 9, 5, 6, 5, 6, 1, 2, 1, 2]
+    assert merge_step([5, 1, 2, 1, 2]) == [5, 6, 6]  # (1, 2) starts at odd positions only
 
 
 def _quiz() -> QuizTask:

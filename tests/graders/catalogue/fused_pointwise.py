@@ -47,6 +47,24 @@ def fused_gelu_bias(x, bias):
 """,
         ),
         CorrectStyle(
+            "h / (1 + exp(-2z)) in the input dtype",
+            """
+def fused_gelu_bias(x, bias):
+    h = x + bias
+    z = SCALE * (h + 0.044715 * h * h * h)
+    return h / (1.0 + torch.exp(-2.0 * z))
+""",
+        ),
+        CorrectStyle(
+            "0.5 h + 0.5 h tanh in the input dtype",
+            """
+def fused_gelu_bias(x, bias):
+    h = torch.add(x, bias)
+    half = 0.5 * h
+    return half + half * torch.tanh(SCALE * h * (1.0 + 0.044715 * h.square()))
+""",
+        ),
+        CorrectStyle(
             "compiled on a GPU, eager here",
             """
 def _chain(x, bias):

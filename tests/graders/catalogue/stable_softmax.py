@@ -132,7 +132,7 @@ def softmax(x):
         CommonMistake(
             "the row sums without keepdim",
             "softmax",
-            "keepdim",
+            "lost their dim",
             """
 def softmax(x):
     e = (x - x.max(dim=-1, keepdim=True).values).exp()
@@ -152,7 +152,7 @@ def softmax(x):
         CommonMistake(
             "float64 returned for float32 input",
             "softmax",
-            "float64",
+            "float64 for float32 input",
             """
 def softmax(x):
     wide = x.double()
