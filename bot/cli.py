@@ -361,26 +361,19 @@ def _cmd_grade(args: argparse.Namespace, settings: Settings) -> int:
     from bot.grading import local
     from bot.startup import load_content_or_fail
 
-    content = load_content_or_fail(settings)
     if args.list:
-        print(local.list_tasks(content))
+        print(local.list_tasks(load_content_or_fail(settings)))
         return 0
     if args.file is None or args.task is None:
         raise UserError(
             "usage: brrrbot grade FILE --task QUEST/TASK [--seed N] [--json] [--watch] (or --list)"
         )
-    if args.watch:
-        local.watch_file(
-            settings,
-            content,
-            args.file,
-            args.task,
-            insecure=args.insecure_sandbox,
-            seed=args.seed,
-            as_json=args.json,
-        )
-    verdict = local.grade_file(
-        settings, content, args.file, args.task, insecure=args.insecure_sandbox, seed=args.seed
+    return local.grade_command(
+        settings,
+        args.file,
+        args.task,
+        insecure=args.insecure_sandbox,
+        seed=args.seed,
+        as_json=args.json,
+        watch=args.watch,
     )
-    print(local.render(verdict, as_json=args.json))
-    return local.EXIT_CODES[verdict.status]

@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 from typing import NoReturn
+from urllib.parse import urlsplit
 
 from bot.config import Settings
 from bot.content import Content
 from bot.content.schema import BuildTask
-from bot.db.engine import parse_url
 from bot.errors import UserError
 from bot.grading.file_watch import FileWatch
 from bot.grading.job_spec import JobSpec
 from bot.grading.service import grade_prepared
 from bot.grading.submission_input import SubmissionRejected, validate_submission
 from bot.sandbox import Zygote, minimum_ok
+from bot.startup import load_content_or_fail
 from graders.base import Verdict
 
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2}
@@ -42,46 +44,63 @@ def list_tasks(content: Content) -> str:
     return "\n".join(f"{ref:<{width}}  {task.title} (+{task.xp} XP)" for ref, task in rows)
 
 
-def grade_file(
+def grade_command(
     settings: Settings,
-    content: Content,
-    path: Path,
-    task_ref: str,
-    *,
-    insecure: bool,
-    seed: int | None = None,
-) -> Verdict:
-    """Grade one file as a worker would; ``seed`` replays a draw a verdict named."""
-    spec = prepare(settings, content, path, task_ref)
-    with open_sandbox(settings, insecure=insecure) as zygote:
-        return grade_prepared(spec, zygote, seed=seed)
-
-
-def watch_file(
-    settings: Settings,
-    content: Content,
     path: Path,
     task_ref: str,
     *,
     insecure: bool,
     seed: int | None = None,
     as_json: bool = False,
+    watch: bool = False,
+) -> int:
+    """``brrrbot grade``: print the verdict and return its exit code (or, with ``watch``,
+    grade again on every save until Ctrl-C).
+
+    The sandbox is launched as soon as the file is known to be readable, so that it warms
+    up and probes its isolation while the quest content loads on the other core.
+    """
+    data = None if watch else read_file(path)  # a watch may start before the file is right
+    with closing(launch_sandbox(settings)) as zygote:  # entering would wait for it
+        content = load_content_or_fail(settings)
+        task = _build_task(content, task_ref)
+        if not insecure and not minimum_ok(zygote.isolation_report()):
+            raise UserError(
+                "the sandbox's minimum isolation is not available here (see `brrrbot worker "
+                "--check`); use --insecure-sandbox to grade your own code anyway"
+            )
+        if watch:
+            _watch(settings, zygote, task, path, task_ref, seed=seed, as_json=as_json)
+        spec = prepare(settings, task, path, task_ref, data)
+        verdict = grade_prepared(spec, zygote, seed=seed)
+    print(render(verdict, as_json=as_json))
+    return EXIT_CODES[verdict.status]
+
+
+def _watch(
+    settings: Settings,
+    zygote: Zygote,
+    task: BuildTask,
+    path: Path,
+    task_ref: str,
+    *,
+    seed: int | None,
+    as_json: bool,
 ) -> NoReturn:
-    """Grade ``path`` now and again after every save, with one warm zygote, until Ctrl-C.
+    """Grade ``path`` now and after every save, with one warm zygote, until Ctrl-C.
 
     A save that leaves the file unreadable or invalid prints its one-line reason (or a
     ``rejected`` JSON object) and the watch goes on.
     """
-    _build_task(content, task_ref)  # an unknown task is an error now, not on every save
     print(f"watching {path}: save it to grade again; Ctrl-C stops", file=sys.stderr)
-    with open_sandbox(settings, insecure=insecure) as zygote, FileWatch(path) as saves:
+    with FileWatch(path) as saves:
         graded: bytes | None = None
         while True:
             data = _read(path)
             if data != graded:
                 graded = data
                 try:
-                    spec = prepare(settings, content, path, task_ref, data)
+                    spec = prepare(settings, task, path, task_ref, data)
                 except UserError as exc:
                     print(rejected(str(exc)) if as_json else f"{_clock()} {exc}", flush=True)
                 else:
@@ -106,17 +125,20 @@ def _clock() -> str:
     return datetime.now().astimezone().strftime("%H:%M:%S")
 
 
+def read_file(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+
+
 def prepare(
-    settings: Settings, content: Content, path: Path, task_ref: str, data: bytes | None = None
+    settings: Settings, task: BuildTask, path: Path, task_ref: str, data: bytes | None
 ) -> JobSpec:
-    """The job a worker would get for this file (``data``: its bytes, already read);
-    UserError saying what is wrong with it."""
-    task = _build_task(content, task_ref)
+    """The job a worker would get for this file (``data``: its bytes, None when it could
+    not be read); UserError saying what is wrong with it."""
     if data is None:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise UserError(f"cannot read {path}: {exc.strerror}") from None
+        data = read_file(path)
     try:
         prepared = validate_submission(
             path.name,
@@ -129,8 +151,8 @@ def prepare(
     return JobSpec.build(task_ref, task, prepared, path.name)
 
 
-def open_sandbox(settings: Settings, *, insecure: bool) -> Zygote:
-    """A started zygote with the minimum isolation (unless ``insecure``).
+def launch_sandbox(settings: Settings) -> Zygote:
+    """A zygote on its way up (``start`` or the first run waits for it).
 
     Forked from this process when that is safe, which saves the zygote's own torch import:
     torch is imported here first, and nothing has been planned yet.  A process holding a
@@ -139,22 +161,14 @@ def open_sandbox(settings: Settings, *, insecure: bool) -> Zygote:
     import torch  # noqa: F401 - imported before the fork, so the zygote shares it
 
     zygote = Zygote(fork=may_fork(settings))
-    try:
-        zygote.start()
-        if not insecure and not minimum_ok(zygote.isolation_report()):
-            raise UserError(
-                "the sandbox's minimum isolation is not available here (see `brrrbot worker "
-                "--check`); use --insecure-sandbox to grade your own code anyway"
-            )
-    except BaseException:
-        zygote.close()
-        raise
+    zygote.launch()
     return zygote
 
 
 def may_fork(settings: Settings) -> bool:
-    """Whether this process holds nothing a job must not read (see ``open_sandbox``)."""
-    return settings.discord_token is None and parse_url(settings.database_url).password is None
+    """Whether this process holds nothing a job must not read (see ``launch_sandbox``)."""
+    password = urlsplit(settings.database_url).password  # sqlalchemy costs 0.4 s to import
+    return settings.discord_token is None and not password
 
 
 def _build_task(content: Content, task_ref: str) -> BuildTask:

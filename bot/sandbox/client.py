@@ -118,13 +118,22 @@ class Zygote:
         return self._process is not None and self._process.poll() is None
 
     def start(self) -> None:
-        """Start the zygote unless it is running; raises SandboxUnavailable."""
+        """Start the zygote unless it is running, and wait until it is ready; raises
+        SandboxUnavailable."""
         with self._lock:
             if not self.alive:
-                self._spawn()
+                self.launch()
+            if not self._ready:
+                self._await_ready()
+
+    def launch(self) -> None:
+        """Start the zygote and return at once: it warms up and probes its sandbox while
+        the caller does something else (``start``, or any run, then waits for it)."""
+        with self._lock:
+            self._kill()
+            self._spawn()
 
     def _spawn(self) -> None:
-        self._kill()
         try:
             if self.fork:
                 self._process = fork_zygote(self.modes)
@@ -140,6 +149,8 @@ class Zygote:
                 )
         except OSError as exc:
             raise SandboxUnavailable(f"cannot start {self.python}: {exc}") from exc
+
+    def _await_ready(self) -> None:
         try:
             header = self._read(FrameReader(READY_HEADER_MAX, 0), self.start_timeout_s)[0]
         except (OSError, TimeoutError, ProtocolError, _ZygoteGone) as exc:
@@ -310,7 +321,7 @@ def fork_zygote(modes: tuple[str, ...]) -> ForkedZygote:
             os.chdir("/")
             from bot.sandbox.zygote import main
 
-            main(list(modes))
+            main(list(modes), huge_pages=False)  # a learner's few jobs: start fast instead
             code = 0
         except BaseException:
             traceback.print_exc()

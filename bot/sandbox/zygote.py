@@ -212,12 +212,15 @@ class Server:
             reap(self.unreaped, REAP_S)
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str], *, huge_pages: bool = True) -> None:
+    """Serve requests until stdin closes.  ``huge_pages=False`` skips collapsing memory into
+    huge pages, which takes most of a second and only pays off over many jobs."""
     requests, replies = _claim_stdio()
     linux.prctl(linux.PR_SET_DUMPABLE, 0)
     torch.set_num_threads(1)  # forking after a multi-threaded op would deadlock the child
     warm_up()
-    hugepages.collapse()
+    if huge_pages:
+        hugepages.collapse()
     try:
         server = Server(argv)
     except Exception as exc:

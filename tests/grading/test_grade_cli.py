@@ -128,7 +128,7 @@ def test_grade_refuses_a_seed_it_cannot_replay(seed: str, tmp_path: Path) -> Non
         ("empty.py", ["empty.py", "--task", TASK], "empty"),
         ("big.py", ["big.py", "--task", TASK], "big.py"),
         ("", ["missing.py", "--task", TASK], "cannot read"),
-        ("", ["missing.py", "--task", "go-brrrr/nope"], "unknown task"),
+        ("ok.py", ["ok.py", "--task", "go-brrrr/nope"], "unknown task"),
         ("", ["missing.py", "--task", TASK, "--seed", "-3"], "--seed"),
         ("", ["missing.py"], "--task"),
     ],
@@ -138,6 +138,8 @@ def test_grade_json_answers_every_input_error_in_json(
 ) -> None:
     if setup == "empty.py":
         (tmp_path / setup).write_bytes(b"")
+    elif setup == "ok.py":
+        (tmp_path / setup).write_bytes((SOLUTIONS / "correct.py").read_bytes())
     elif setup == "big.py":
         (tmp_path / setup).write_bytes(b"x = 1\n" * 2_000_000)  # 12 MB
     result = run_cli("grade", *args, "--json", cwd=tmp_path, env=ENV)
