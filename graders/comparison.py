@@ -8,6 +8,7 @@ nothing, so its rounding is bounded by ``|A| @ |B|`` rather than by the result i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -96,12 +97,22 @@ def compare_tensor(case: Case, got: torch.Tensor) -> Comparison:
         return Comparison(True)
     index = tuple(int(i) for i in wrong.nonzero()[0])
     where = f" at {index}" if index else ""
+    expected, actual = _distinct(want[index].item(), got[index].item())
     return Comparison(
         False,
         f"{int(wrong.sum())} of {wrong.numel()} entries wrong{where}: expected "
-        f"{want[index].item():.6g}, got {got[index].item():.6g}"
+        f"{expected}, got {actual}"
         + (f" (max abs error {error.max().item():.3g})" if want.is_floating_point() else ""),
     )
+
+
+def _distinct(expected: float, actual: float) -> tuple[str, str]:
+    """Both numbers with 6 significant digits, or as many as it takes to tell them apart."""
+    for digits in (6, 9, 12, 17):
+        shown = f"{expected:.{digits}g}", f"{actual:.{digits}g}"
+        if shown[0] != shown[1]:
+            return shown
+    return shown
 
 
 def error_ratio(case: Case, got: torch.Tensor) -> float:
@@ -122,13 +133,23 @@ def error_ratio(case: Case, got: torch.Tensor) -> float:
     return float(ratio.max()) if ratio.numel() else 0.0
 
 
-def explained_by(case: Case, got: torch.Tensor) -> list[str]:
-    """The explanations of every listed mistake whose output ``got`` reproduces."""
+def explained_by(case: Case, got: torch.Tensor, among: Sequence[str] | None = None) -> list[str]:
+    """The explanations of the listed mistakes whose output ``got`` reproduces, within the
+    case's own tolerance (a mistaken computation rounds much like the right one); only
+    those ``among`` when given."""
     return [
         m.explanation
         for m in case.mistakes
-        if compare_tensor(replace(case, expected=m.output, scale=None), got).ok
+        if (among is None or m.explanation in among)
+        and compare_tensor(replace(case, expected=m.output, scale=_scale_for(case, m)), got).ok
     ]
+
+
+def _scale_for(case: Case, mistake: Mistake) -> torch.Tensor | None:
+    """The case's own scale, unless the mistake's output has another shape (a transpose)."""
+    if case.scale is None or case.scale.shape != mistake.output.shape:
+        return None
+    return case.scale
 
 
 def _is_float(want: torch.Tensor, got: torch.Tensor) -> bool:

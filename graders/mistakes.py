@@ -13,29 +13,31 @@ from collections.abc import Sequence
 import torch
 
 from bot.sandbox.api import CallResult
-from graders.comparison import Case, compare, explained_by
+from graders.comparison import Case, explained_by
 from graders.tensors import from_raw
 
 
-def diagnose(mine: Sequence[tuple[Case, CallResult | None]], nonfinite_hint: str = "") -> str:
-    """The known mistake that explains every failing result; else, when a result has nan
-    or inf where every answer is finite, ``nonfinite_hint``.
+def diagnose(wrong: Sequence[tuple[Case, CallResult | None]], nonfinite_hint: str = "") -> str:
+    """The known mistake that explains every failing result in ``wrong`` (the cases of one
+    function that failed, with their results); else, when a result has nan or inf where
+    every answer is finite, ``nonfinite_hint``.
 
     Requiring every failing case keeps the diagnosis honest: a small case where two
     mistakes happen to agree cannot name the wrong one, and two bugs at once name none.
     A case that raised or returned no tensor is left out: it says nothing about values.
     """
-    failing: list[tuple[Case, torch.Tensor]] = []
-    for case, result in mine:
-        if result is None or result.tensor is None or compare(case, result).ok:
-            continue
-        failing.append((case, from_raw(result.tensor)))
+    failing = [
+        (case, from_raw(result.tensor))
+        for case, result in wrong
+        if result is not None and result.tensor is not None
+    ]
     if not failing:
         return ""
     explained: list[str] | None = None
     for case, got in failing:
-        matching = explained_by(case, got)
-        explained = matching if explained is None else [e for e in explained if e in matching]
+        explained = explained_by(case, got, among=explained)
+        if not explained:
+            break
     if explained:
         return explained[0]
     if nonfinite_hint and any(_nonfinite_where_finite(c.expected, got) for c, got in failing):

@@ -12,11 +12,11 @@ import torch
 
 from bot.sandbox.api import Call, CallResult, CallStatus, SandboxResult
 from graders.base import Plan
-from graders.matmul_cases import ExpectedCase
+from graders.comparison import Case
 from graders.tensors import to_raw
 
 #: what a fake submission returns for one planned case
-Behaviour = Callable[[ExpectedCase], object]
+Behaviour = Callable[[Case], object]
 
 
 def returned(call: Call, value: object, ops: tuple[str, ...] = ()) -> CallResult:
@@ -31,8 +31,8 @@ def status(call: Call, status: CallStatus, error: str = "") -> CallResult:
     return CallResult(call.function, call.label, status, error=error)
 
 
-def correct(case: ExpectedCase) -> torch.Tensor:
-    return case.product.to(case.case.dtype, copy=True)
+def correct(case: Case) -> torch.Tensor:
+    return case.expected.clone()
 
 
 def run(

@@ -12,12 +12,12 @@ from types import ModuleType
 
 from bot.content import Content, QuizTask
 from bot.content.documents import load_file
+from bot.content.quiz_grading import grade_quiz
 from bot.content.schema import Quest
 from bot.grading.service import SandboxRunner
 from bot.grading.submission_input import validate_submission
 from bot.sandbox.api import SandboxRequest, SandboxResult
 from graders.base import Check, Grader, Verdict
-from bot.content.quiz_grading import grade_quiz
 from tests.support import SEED_QUESTS
 
 

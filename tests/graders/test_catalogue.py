@@ -19,7 +19,7 @@ from graders import REGISTRY, load_grader
 from graders.base import Verdict
 from graders.cases import CaseGrader
 from tests.graders.catalogue import Catalogue, catalogue_for
-from tests.graders.in_process import load, run_plan
+from tests.graders.in_process import load, run_plan, same_functions
 
 _DRAW = random.Random(20261201)
 SEEDS = tuple(_DRAW.getrandbits(62) for _ in range(200))
@@ -53,16 +53,23 @@ def _problems(catalogue: Catalogue, seeds: tuple[int, ...]) -> list[str]:
     styles = [(name, source, load(source)) for name, source in correct]
     mistakes = [(m, catalogue.source(m.code)) for m in catalogue.mistakes]
     mistakes_loaded = [(m, source, load(source)) for m, source in mistakes]
+    reference = styles[0][2]
+    variants = [module for *_, module in styles + mistakes_loaded]
+    same = {id(m): same_functions(reference, m, grader.interface) for m in variants}
     found: dict[str, list[int]] = defaultdict(list)
     for seed in seeds:
         plan = grader.plan(seed, "cpu")
+        answers = run_plan(reference, plan)
+        results = {  # a variant runs only the functions it changed
+            id(m): run_plan(m, plan, reuse=answers, same=same[id(m)]) for m in variants
+        }
         for name, source, module in styles:
-            verdict = grader.judge(catalogue.task, plan, run_plan(module, plan), source)
+            verdict = grader.judge(catalogue.task, plan, results[id(module)], source)
             if verdict.status != "passed":
                 failing = [c.message for c in verdict.checks if not c.passed]
                 found[f"correct style {name!r} failed: {failing[0][:300]}"].append(seed)
         for mistake, source, module in mistakes_loaded:
-            verdict = grader.judge(catalogue.task, plan, run_plan(module, plan), source)
+            verdict = grader.judge(catalogue.task, plan, results[id(module)], source)
             passed, message = _check_message(verdict, mistake.function)
             if _repeats(verdict):
                 found[f"mistake {mistake.name!r}: the summary repeats a check"].append(seed)

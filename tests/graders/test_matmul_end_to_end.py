@@ -47,10 +47,10 @@ def test_a_correct_triple_loop_grades_in_under_a_second(zygote: SandboxRunner) -
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("wrong_values.py", "entries wrong, max abs error"),
+        ("wrong_values.py", "Likely cause: each entry misses the last term"),
         ("wrong_list.py", "returned a list"),
         ("wrong_none.py", "returned None"),
-        ("wrong_shape.py", "you computed the transpose"),
+        ("wrong_shape.py", "Likely cause: you computed the transpose"),
         ("wrong_dtype.py", "expected dtype float64, got float32"),
         ("wrong_index.py", "raised IndexError"),
         ("wrong_missing.py", "matmul_columns is not defined"),
@@ -87,3 +87,10 @@ def test_numpy_cheats_fail_whether_or_not_numpy_is_installed(zygote: SandboxRunn
     checks = {c.name: c.passed for c in verdict.checks}
     assert [checks[f"{f}: correct results"] for f in FUNCTIONS] == [True] * 3
     assert [checks[f"{f}: builds the product itself"] for f in FUNCTIONS] == [False] * 3
+
+
+def test_a_wrong_but_honest_file_is_not_accused(zygote: SandboxRunner) -> None:
+    verdict = grade(zygote, "wrong_values.py")
+    rules = [c for c in verdict.checks if c.name.endswith("builds the product itself")]
+    assert [c.mark for c in rules] == ["–"] * 3, messages(verdict)
+    assert "dtype=A.dtype" in messages(grade(zygote, "wrong_dtype.py"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,14 +11,19 @@ import torch
 from bot.sandbox.api import Call, CallResult, SandboxResult
 from graders import load_grader
 from graders.base import Check, Plan, Verdict
-from graders.matmul_cases import ExpectedCase
-from graders.matmul_three_ways import PASSED_FEEDBACK, MatmulThreeWays
+from graders.comparison import Case
+from graders.matmul_three_ways import PASSED_FEEDBACK, TOLERANCE, MatmulThreeWays
 from tests.graders import sandbox_results as fake
+from tests.graders.support import load_quest
 
 TASK = "go-brrrr/matmul-three-ways"
 SOLUTIONS = Path(__file__).parent / "solutions"
 CORRECT_SOURCE = (SOLUTIONS / "correct.py").read_text()
 FUNCTIONS = ("matmul_loops", "matmul_dot", "matmul_columns")
+RULE = "builds the product itself"
+#: per function: 2 fixed cases (float32 square, float64 non-square) and 6 shape classes x 2 dtypes
+CASES = 14
+FLOAT64_CASES = 7
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +45,21 @@ def check(verdict: Verdict, name: str) -> Check:
     return found
 
 
-def first_case(plan: Plan, function: str, kind: str, dtype: str = "float64") -> ExpectedCase:
+def first_case(plan: Plan, function: str, kind: str, dtype: str = "float64") -> Case:
+    """The first drawn case of ``function`` in shape class ``kind`` and ``dtype``."""
     return next(
         c
         for c in plan.expected["cases"]
-        if c.function == function and c.case.kind == kind and c.case.dtype_name == dtype
+        if c.drawn
+        and c.function == function
+        and c.label.startswith(f"{kind} ")
+        and c.label.endswith(dtype)
     )
+
+
+def a_and_b(case: Case) -> tuple[torch.Tensor, torch.Tensor]:
+    a, b = case.args
+    return a.double(), b.double()
 
 
 def test_registry_builds_this_grader() -> None:
@@ -59,19 +74,40 @@ def test_correct_results_pass_with_full_score(grader: MatmulThreeWays, plan: Pla
     verdict = judge(grader, plan, fake.run(plan))
     assert verdict.status == "passed"
     assert verdict.score == 1.0
-    kinds = ("correct results", "builds the product itself")
+    kinds = ("correct results", RULE)
     assert [c.name for c in verdict.checks] == [f"{f}: {k}" for f in FUNCTIONS for k in kinds]
     assert all(c.passed for c in verdict.checks)
-    assert "all 12 cases correct" in verdict.checks[0].message
+    assert f"all {CASES} cases correct" in verdict.checks[0].message
     assert verdict.feedback == PASSED_FEEDBACK
     assert verdict.task == TASK and verdict.duration_s == 0.25
 
 
+def test_the_prompt_states_the_dtypes_and_tolerances_the_grader_uses() -> None:
+    (task,) = [t for t in load_quest("go-brrrr").tasks if t.id == "matmul-three-ways"]
+    prompt = " ".join(task.prompt.split())
+    assert "in the inputs' dtype" in prompt
+    assert "tol × (1 + S[i, j])" in prompt and "S = |A| @ |B|" in prompt
+    stated = re.search(r"`tol` is (\S+) in float32, (\S+) in float64", prompt)
+    assert stated, prompt
+    assert (float(stated[1]), float(stated[2].rstrip(":"))) == (
+        TOLERANCE[torch.float32],
+        TOLERANCE[torch.float64],
+    )
+
+
+def test_the_pass_feedback_times_the_size_the_prompt_names() -> None:
+    (task,) = [t for t in load_quest("go-brrrr").tasks if t.id == "matmul-three-ways"]
+    prompt_size = re.search(r"time the three on a (\d+)×(\d+) input", task.prompt)
+    feedback_size = re.search(r"Time them on (\d+)x(\d+) inputs", PASSED_FEEDBACK)
+    assert prompt_size and feedback_size
+    assert prompt_size.groups() == feedback_size.groups()
+
+
 def test_float32_rounding_is_within_tolerance(grader: MatmulThreeWays, plan: Plan) -> None:
-    def float32_loop(case: ExpectedCase) -> torch.Tensor:
-        a, b = case.a, case.b
-        out = torch.zeros(case.case.m, case.case.n, dtype=a.dtype)
-        for p in range(case.case.k):  # a different summation order from BLAS
+    def float32_loop(case: Case) -> torch.Tensor:
+        a, b = case.args
+        out = torch.zeros(a.shape[0], b.shape[1], dtype=a.dtype)
+        for p in reversed(range(a.shape[1])):  # another summation order than BLAS
             out += a[:, p : p + 1] * b[p : p + 1, :]
         return out
 
@@ -80,19 +116,19 @@ def test_float32_rounding_is_within_tolerance(grader: MatmulThreeWays, plan: Pla
 
 
 def test_a_small_float64_error_fails(grader: MatmulThreeWays, plan: Plan) -> None:
-    def nearly(case: ExpectedCase) -> torch.Tensor:
+    def nearly(case: Case) -> torch.Tensor:
         return fake.correct(case) + 1e-6
 
     verdict = judge(grader, plan, fake.run(plan, {"matmul_dot": nearly}))
     message = check(verdict, "matmul_dot: correct results").message
-    assert "failed 6 of 12 cases" in message  # the float32 cases tolerate 1e-6
+    assert f"failed {FLOAT64_CASES} of {CASES} cases" in message  # float32 tolerates 1e-6
     assert "max abs error 1e-06" in message
 
 
 def test_wrong_value_names_the_case_and_the_error(grader: MatmulThreeWays, plan: Plan) -> None:
     target = first_case(plan, "matmul_loops", "non-square")
 
-    def one_wrong(case: ExpectedCase) -> torch.Tensor:
+    def one_wrong(case: Case) -> torch.Tensor:
         out = fake.correct(case)
         if case is target:
             out[0, 1] += 0.5
@@ -100,26 +136,47 @@ def test_wrong_value_names_the_case_and_the_error(grader: MatmulThreeWays, plan:
 
     verdict = judge(grader, plan, fake.run(plan, {"matmul_loops": one_wrong}))
     assert verdict.status == "failed"
-    assert verdict.score == pytest.approx(4 / 6)  # its method check is withheld too
+    assert verdict.score == pytest.approx(4 / 6)  # its rule check is not made
     correctness = check(verdict, "matmul_loops: correct results")
     assert not correctness.passed
-    c = target.case
-    assert f"non-square {c.m}x{c.k} @ {c.k}x{c.n}, float64" in correctness.message
-    assert "failed 1 of 12 cases" in correctness.message
-    assert "1 of" in correctness.message and "max abs error 0.5 at (0, 1)" in correctness.message
-    method = check(verdict, "matmul_loops: builds the product itself")
-    assert not method.passed and "counts once results are right" in method.message
-    assert verdict.feedback.startswith("4 of 6 checks passed. Start with matmul_loops")
+    assert correctness.message.startswith(f"failed 1 of {CASES} cases. {target.label}: ")
+    assert "1 of" in correctness.message and "entries wrong at (0, 1)" in correctness.message
+    assert "max abs error 0.5" in correctness.message
+    assert "--task go-brrrr/matmul-three-ways --seed 1234" in correctness.message
+    method = check(verdict, f"matmul_loops: {RULE}")
+    assert not method.passed and not method.checked and method.mark == "–"
+    assert "counts once results are right" in method.message
+    assert verdict.feedback == (
+        "4 of 6 checks passed. Start with “matmul_loops: correct results” below."
+    )
+
+
+def test_an_honest_wrong_solution_is_not_accused(grader: MatmulThreeWays, plan: Plan) -> None:
+    """Wrong results from allowed operations: the rule checks are not made, not failed."""
+    source = (SOLUTIONS / "wrong_values.py").read_text()
+    wrong = dict.fromkeys(FUNCTIONS, lambda c: fake.correct(c) * 2)
+    verdict = judge(grader, plan, fake.run(plan, wrong), source)
+    rules = [check(verdict, f"{f}: {RULE}") for f in FUNCTIONS]
+    assert [c.mark for c in rules] == ["–"] * 3
+    assert verdict.score == 0.0
+
+
+def test_a_small_failing_input_is_shown(grader: MatmulThreeWays, plan: Plan) -> None:
+    swapped = {"matmul_loops": lambda c: fake.correct(c).T.contiguous()}
+    verdict = judge(grader, plan, fake.run(plan, swapped))
+    message = check(verdict, "matmul_loops: correct results").message
+    assert "square 2x2 @ 2x2, float32" in message
+    assert "Input: matmul_loops(torch.tensor([[1.0, 2.0], [3.0, 4.0]]" in message
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        ([[1.0]], "returned a list. Hint: build the result with torch.zeros(A.shape[0]"),
+        ([[1.0]], "returned a list; build and return a torch.Tensor instead"),
         ((1.0,), "returned a tuple"),
-        (None, "returned None. Hint: did you forget `return C` at the end?"),
-        (3.0, "returned a single float"),
-        ("x", "returned a str. Hint: return a torch.Tensor"),
+        (None, "returned None: is the `return` statement missing?"),
+        (3.0, "returned a float, not a torch.Tensor"),
+        ("x", "returned a str, not a torch.Tensor"),
     ],
 )
 def test_wrong_return_types_are_named(
@@ -127,7 +184,7 @@ def test_wrong_return_types_are_named(
 ) -> None:
     verdict = judge(grader, plan, fake.run(plan, {"matmul_columns": lambda _: value}))
     message = check(verdict, "matmul_columns: correct results").message
-    assert "failed 12 of 12 cases" in message
+    assert f"failed {CASES} of {CASES} cases" in message
     assert expected in message
 
 
@@ -137,37 +194,37 @@ def test_numpy_array_is_named(grader: MatmulThreeWays, plan: Plan) -> None:
 
     verdict = judge(grader, plan, fake.run(plan, results={"matmul_dot": numpy}))
     message = check(verdict, "matmul_dot: correct results").message
-    assert "returned a numpy array" in message and "without .numpy()" in message
+    assert "returned a numpy array; stay in torch" in message
 
 
-def test_wrong_shape_states_both_shapes(grader: MatmulThreeWays, plan: Plan) -> None:
-    def transposed(case: ExpectedCase) -> torch.Tensor:
-        return fake.correct(case).T if case.case.kind == "non-square" else fake.correct(case)
-
-    verdict = judge(grader, plan, fake.run(plan, {"matmul_loops": transposed}))
+def test_a_transposed_result_is_named_whatever_its_shape(
+    grader: MatmulThreeWays, plan: Plan
+) -> None:
+    verdict = judge(grader, plan, fake.run(plan, {"matmul_loops": lambda c: fake.correct(c).T}))
     message = check(verdict, "matmul_loops: correct results").message
-    case = first_case(plan, "matmul_loops", "non-square", "float32").case
-    assert message.startswith(
-        f"failed 2 of 12 cases. {case.label}: expected shape ({case.m}, {case.n}), "
-        f"got ({case.n}, {case.m}). Hint: rows and columns are swapped"
-    )
+    assert "expected shape" in message or "entries wrong" in message
+    assert "Likely cause: you computed the transpose" in message
 
 
-def test_one_dimensional_result_is_explained(grader: MatmulThreeWays, plan: Plan) -> None:
+def test_a_one_dimensional_result_gets_the_functions_hint(
+    grader: MatmulThreeWays, plan: Plan
+) -> None:
     verdict = judge(grader, plan, fake.run(plan, {"matmul_dot": lambda c: fake.correct(c)[0]}))
-    assert "return a 2-D tensor" in check(verdict, "matmul_dot: correct results").message
+    message = check(verdict, "matmul_dot: correct results").message
+    assert "expected shape (2, 2), got (2,)" in message
+    assert "C has shape (n, m)" in message and "Likely cause" not in message
 
 
-def test_wrong_dtype_is_named(grader: MatmulThreeWays, plan: Plan) -> None:
+def test_a_float32_result_names_the_missing_dtype(grader: MatmulThreeWays, plan: Plan) -> None:
     verdict = judge(grader, plan, fake.run(plan, {"matmul_dot": lambda c: fake.correct(c).float()}))
     message = check(verdict, "matmul_dot: correct results").message
-    assert "failed 6 of 12 cases" in message  # only the float64 ones
+    assert f"failed {FLOAT64_CASES} of {CASES} cases" in message  # only the float64 ones
     assert "expected dtype float64, got float32" in message
-    assert "dtype=A.dtype" in message
+    assert "Likely cause: your result is float32" in message and "dtype=A.dtype" in message
 
 
-def test_nan_is_reported(grader: MatmulThreeWays, plan: Plan) -> None:
-    def with_nan(case: ExpectedCase) -> torch.Tensor:
+def test_nan_gets_the_nonfinite_hint(grader: MatmulThreeWays, plan: Plan) -> None:
+    def with_nan(case: Case) -> torch.Tensor:
         out = fake.correct(case)
         out[-1, -1] = float("nan")
         return out
@@ -176,7 +233,7 @@ def test_nan_is_reported(grader: MatmulThreeWays, plan: Plan) -> None:
         judge(grader, plan, fake.run(plan, {"matmul_loops": with_nan})),
         "matmul_loops: correct results",
     ).message
-    assert "contains nan at" in message and "torch.zeros, not torch.empty" in message
+    assert "Likely cause: your result has nan or inf" in message and "torch.empty" in message
 
 
 def test_raised_exception_is_quoted_with_a_hint(grader: MatmulThreeWays, plan: Plan) -> None:
@@ -194,7 +251,7 @@ def test_raised_exception_is_quoted_with_a_hint(grader: MatmulThreeWays, plan: P
         "raised IndexError: index 3 is out of bounds for dimension 0 with size 3 "
         "(line 9: `C[i, j] += A[i, p] * B[p, j]`)"
     ) in message
-    assert "take the loop bounds from A.shape[0], A.shape[1] and B.shape[1]" in message
+    assert "loop i over A.shape[0], j over B.shape[1] and p over A.shape[1]" in message
 
 
 def test_torch_dot_on_matrices_gets_its_own_hint(grader: MatmulThreeWays, plan: Plan) -> None:
@@ -202,7 +259,7 @@ def test_torch_dot_on_matrices_gets_its_own_hint(grader: MatmulThreeWays, plan: 
     raises = {"matmul_dot": lambda c: fake.status(c, "raised", error)}
     verdict = judge(grader, plan, fake.run(plan, results=raises))
     message = check(verdict, "matmul_dot: correct results").message
-    assert "a row A[i] and a column B[:, j]" in message
+    assert "torch.dot takes two 1-D tensors, row i of A and column j of B" in message
 
 
 def test_function_not_defined(grader: MatmulThreeWays, plan: Plan) -> None:
@@ -211,25 +268,19 @@ def test_function_not_defined(grader: MatmulThreeWays, plan: Plan) -> None:
     verdict = judge(grader, plan, fake.run(plan, results=missing), source)
     assert verdict.status == "failed"
     assert verdict.score == pytest.approx(4 / 6)
-    assert check(verdict, "matmul_dot: correct results").message == (
-        "matmul_dot is not defined: define matmul_dot(A, B) at the top level of your file "
-        "(check spelling)"
+    assert check(verdict, "matmul_dot: correct results").message.startswith(
+        "matmul_dot is not defined at the top level of your file."
     )
-    method = check(verdict, "matmul_dot: builds the product itself")
-    assert "not checked: not found" in method.message
+    assert check(verdict, f"matmul_dot: {RULE}").mark == "–"
 
 
 def test_function_not_callable(grader: MatmulThreeWays, plan: Plan) -> None:
-    not_callable = {"matmul_columns": lambda c: fake.status(c, "not_callable")}
-    verdict = judge(grader, plan, fake.run(plan, results=not_callable))
-    message = check(verdict, "matmul_columns: correct results").message
-    assert message.startswith("matmul_columns is defined but is not a function")
     tensor = {
         "matmul_columns": lambda c: CallResult(c.function, c.label, "not_callable", "torch.Tensor")
     }
     verdict = judge(grader, plan, fake.run(plan, results=tensor))
     message = check(verdict, "matmul_columns: correct results").message
-    assert "is not a function (it is a torch.Tensor)" in message
+    assert message.startswith("matmul_columns is a torch.Tensor, not a function")
 
 
 def test_skipped_calls_fail(grader: MatmulThreeWays, plan: Plan) -> None:
@@ -247,7 +298,7 @@ def test_results_that_do_not_match_the_plan_count_as_missing(
     verdict = judge(grader, plan, shuffled)
     assert verdict.status == "failed"
     assert "no result came back for this case" in verdict.checks[0].message
-    truncated = SandboxResult("ok", "", result.calls[:12])
+    truncated = SandboxResult("ok", "", result.calls[:CASES])
     verdict = judge(grader, plan, truncated)
     assert check(verdict, "matmul_loops: correct results").passed
     assert not check(verdict, "matmul_dot: correct results").passed
@@ -262,7 +313,8 @@ def test_forbidden_op_recorded_by_the_sandbox_fails(grader: MatmulThreeWays, pla
     verdict = judge(grader, plan, fake.run(plan, ops={"matmul_dot": ("aten::dot", "aten::mm")}))
     assert verdict.status == "failed"
     assert verdict.score == pytest.approx(5 / 6)
-    method = check(verdict, "matmul_dot: builds the product itself")
+    method = check(verdict, f"matmul_dot: {RULE}")
+    assert method.mark == "✗"
     assert "while it ran, torch recorded aten::mm" in method.message
     assert "torch.dot(A[i], B[:, j])" in method.message
 
@@ -277,14 +329,28 @@ def test_forbidden_code_fails_even_with_right_answers(grader: MatmulThreeWays, p
     verdict = judge(grader, plan, fake.run(plan), source)
     assert verdict.status == "failed"
     assert verdict.score == pytest.approx(3 / 6)
-    message = check(verdict, "matmul_loops: builds the product itself").message
+    message = check(verdict, f"matmul_loops: {RULE}").message
     assert "line 7 `return A @ B`: the @ operator is a matrix product" in message
     assert "three nested loops" in message
 
 
+def test_forbidden_code_fails_with_wrong_answers_too(grader: MatmulThreeWays, plan: Plan) -> None:
+    source = (SOLUTIONS / "cheat_operator.py").read_text()
+    wrong = dict.fromkeys(FUNCTIONS, lambda c: fake.correct(c) * 2)
+    verdict = judge(grader, plan, fake.run(plan, wrong), source)
+    assert [check(verdict, f"{f}: {RULE}").mark for f in FUNCTIONS] == ["✗"] * 3
+
+
+def test_the_three_may_not_call_one_another(grader: MatmulThreeWays, plan: Plan) -> None:
+    source = CORRECT_SOURCE + "\n\ndef matmul_dot(A, B):\n    return matmul_loops(A, B)\n"
+    verdict = judge(grader, plan, fake.run(plan), source)
+    assert check(verdict, f"matmul_dot: {RULE}").mark == "✗"
+    assert check(verdict, f"matmul_loops: {RULE}").passed
+
+
 def test_unparsable_source_fails_the_method_check(grader: MatmulThreeWays, plan: Plan) -> None:
     verdict = judge(grader, plan, fake.run(plan), "def matmul_loops(A, B)\n")
-    method = check(verdict, "matmul_loops: builds the product itself")
+    method = check(verdict, f"matmul_loops: {RULE}")
     assert not method.passed and "could not analyse" in method.message
 
 
@@ -335,36 +401,67 @@ def test_internal_error_is_an_error_not_a_failure(grader: MatmulThreeWays, plan:
     assert "not your fault" in verdict.feedback
 
 
+def _on_square(wrong: fake.Behaviour) -> fake.Behaviour:
+    """``wrong`` where the shapes allow it (square), correct elsewhere, as such code
+    raises on the other shapes."""
+
+    def behaviour(case: Case) -> object:
+        a, b = case.args
+        square = a.shape[0] == a.shape[1] == b.shape[1]
+        return wrong(case) if square else fake.correct(case)
+
+    return behaviour
+
+
+def _rounded(output: torch.Tensor, case: Case) -> torch.Tensor:
+    return output.to(case.expected.dtype)
+
+
 @pytest.mark.parametrize(
-    ("behaviour", "hint"),
+    ("behaviour", "cause"),
     [
-        (lambda c: torch.zeros_like(fake.correct(c)), "all zeros"),
-        (lambda c: fake.correct(c).T.contiguous(), "you computed the transpose"),
-        (lambda c: torch.matmul(c.b, c.a), "you computed B @ A"),
-        (lambda c: c.a * c.b, "elementwise product A * B"),
+        (lambda c: torch.zeros_like(fake.correct(c)), "the result is all zeros"),
+        (_on_square(lambda c: _rounded(a_and_b(c)[1] @ a_and_b(c)[0], c)), "B @ A"),
+        (_on_square(lambda c: c.args[0] * c.args[1]), "elementwise product"),
+        (_on_square(lambda c: _rounded(a_and_b(c)[0] @ a_and_b(c)[1].T, c)), "row j of B"),
+        (lambda c: _rounded(a_and_b(c)[0][:, -1:] * a_and_b(c)[1][-1:], c), "last term"),
+        (lambda c: _rounded(a_and_b(c)[0][:, :-1] @ a_and_b(c)[1][:-1], c), "misses the last"),
     ],
 )
-def test_common_square_mistakes_are_recognised(
-    grader: MatmulThreeWays, plan: Plan, behaviour: fake.Behaviour, hint: str
+def test_common_mistakes_are_named(
+    grader: MatmulThreeWays, plan: Plan, behaviour: fake.Behaviour, cause: str
 ) -> None:
-    square_only = {
-        "matmul_loops": lambda c: behaviour(c) if c.case.kind == "square" else fake.correct(c)
-    }
     message = check(
-        judge(grader, plan, fake.run(plan, square_only)), "matmul_loops: correct results"
+        judge(grader, plan, fake.run(plan, {"matmul_loops": behaviour})),
+        "matmul_loops: correct results",
     ).message
-    assert "failed 2 of 12 cases" in message and hint in message
+    assert "Likely cause: " in message and cause in message.split("Likely cause: ")[1]
 
 
-def test_an_untouched_last_row_is_recognised(grader: MatmulThreeWays, plan: Plan) -> None:
-    def last_row_zero(case: ExpectedCase) -> torch.Tensor:
+@pytest.mark.parametrize(("index", "cause"), [(-1, "last row is zero"), (None, "last column")])
+def test_an_untouched_last_row_or_column_is_named(
+    grader: MatmulThreeWays, plan: Plan, index: int | None, cause: str
+) -> None:
+    def untouched(case: Case) -> torch.Tensor:
         out = fake.correct(case)
-        if case.case.m > 1:
-            out[-1] = 0
+        if index is None:
+            out[:, -1] = 0
+        else:
+            out[index] = 0
         return out
 
     message = check(
-        judge(grader, plan, fake.run(plan, {"matmul_loops": last_row_zero})),
-        "matmul_loops: correct results",
+        judge(grader, plan, fake.run(plan, {"matmul_columns": untouched})),
+        "matmul_columns: correct results",
     ).message
-    assert "only the last row is wrong" in message
+    assert f"Likely cause: the {cause}" in message
+
+
+def test_two_slips_at_once_name_no_single_cause(grader: MatmulThreeWays, plan: Plan) -> None:
+    def both(case: Case) -> torch.Tensor:
+        return fake.correct(case).T.contiguous() * 2
+
+    message = check(
+        judge(grader, plan, fake.run(plan, {"matmul_dot": both})), "matmul_dot: correct results"
+    ).message
+    assert "Likely cause" not in message and "torch.dot takes two 1-D tensors" in message

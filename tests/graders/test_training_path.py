@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from bot.content import BuildTask, Content, answer_matches
+from bot.content.quiz_grading import grade_quiz
 from bot.grading.service import SandboxRunner
 from graders import load_grader
 from graders.base import Verdict
 from graders.comparison import compare_tensor
 from graders.lora_linear import LoraLinear
 from graders.mlp_backward import GRADIENTS, MlpBackward
-from bot.content.quiz_grading import grade_quiz
 from graders.source_scan import Rules, scan
 from tests.graders.support import grade_in_sandbox, load_solution, message, passed, quiz_task
 
@@ -81,22 +81,42 @@ def test_the_backward_tolerance_holds_over_many_seeds() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "wrong", "expected"),
+    ("name", "wrong", "cause"),
     [
         ("backward_wrong_no_mask.py", {"grad_w1", "grad_b1"}, "zeros wherever the pre-act"),
         ("backward_wrong_mean.py", set(GRADIENTS), "divide by y.numel(), not the batch size"),
-        ("backward_wrong_transpose.py", {"grad_w2"}, "expected shape ("),  # (H, O) for (O, H)
+        ("backward_wrong_transpose.py", {"grad_w2"}, "came out transposed, (H, O)"),
     ],
 )
-def test_backward_mistakes_fail_where_they_are(
-    zygote: SandboxRunner, name: str, wrong: set[str], expected: str
+def test_backward_mistakes_fail_where_they_are_and_are_named(
+    zygote: SandboxRunner, name: str, wrong: set[str], cause: str
 ) -> None:
     verdict = grade(zygote, "mlp_backward", BACKWARD, name)
     assert verdict.status == "failed"
     results = {f: passed(verdict)[f"{f}: correct results"] for f in GRADIENTS}
     assert {f for f, ok in results.items() if not ok} == wrong
-    first = next(f for f in GRADIENTS if f in wrong)  # feedback starts at the output layer
-    assert expected in message(verdict, f"{first}: correct results")
+    for function in wrong:
+        text = message(verdict, f"{function}: correct results")
+        assert cause in text.partition("Likely cause: ")[2], text
+
+
+def test_float32_rounding_in_a_cancelling_sum_is_forgiven() -> None:
+    """An entry that nearly cancels keeps the rounding of its terms: computing the same
+    gradients in another order, in float32, passes every case of many plans."""
+    grader = MlpBackward()
+    for seed in range(20):
+        for case in grader.plan(seed, "cpu").expected["cases"]:
+            x, w1, b1, w2, b2, t = case.args
+            z = x @ w1.T + b1
+            dy = (2 / t.numel()) * (torch.relu(z) @ w2.T + b2 - t)
+            dz = torch.where(z > 0, dy @ w2, 0)
+            reordered = {
+                "grad_w2": torch.einsum("no,nh->oh", dy, torch.relu(z)),
+                "grad_b2": dy.flip(0).sum(0),
+                "grad_w1": torch.einsum("nh,nd->hd", dz, x),
+                "grad_b1": dz.flip(0).sum(0),
+            }
+            assert compare_tensor(case, reordered[case.function]).ok, (seed, case.label)
 
 
 def test_autograd_fails_the_allowed_operations_checks(zygote: SandboxRunner) -> None:
@@ -147,8 +167,7 @@ def test_correct_lora_layers_pass(zygote: SandboxRunner, name: str) -> None:
 
 def test_lora_starts_at_the_base_model() -> None:
     cases = LoraLinear().plan(3, "cpu").expected["cases"]
-    first = cases[0]
-    assert first.function == "lora_linear" and "all zero" in first.label
+    (first,) = [c for c in cases if "all zero" in c.label and c.function == "lora_linear"]
     x, w, b, _, b_lora, _ = first.args
     assert not b_lora.any()
     assert compare_tensor(first, x @ w.T + b).ok
@@ -168,17 +187,31 @@ def test_lora_tolerance_holds_over_many_seeds() -> None:
 def test_lora_scaled_by_alpha_alone_fails(zygote: SandboxRunner) -> None:
     verdict = grade(zygote, "lora_linear", LORA, "lora_wrong_scale.py")
     assert verdict.status == "failed"
-    text = message(verdict, "lora_linear: correct results")
-    assert "failed 3 of 4 cases" in text  # the zero-B case cannot tell
-    assert "scaled by alpha / r (not by alpha alone)" in text
-    assert not passed(verdict)["merge_lora: correct results"]
+    for function in ("lora_linear", "merge_lora"):
+        text = message(verdict, f"{function}: correct results")
+        assert "(not by alpha alone)" in text.partition("Likely cause: ")[2], text
+    wrong = load_solution(SOLUTIONS / "lora_wrong_scale.py")
+    for case in LoraLinear().plan(5, "cpu").expected["cases"]:
+        if case.function == "lora_linear":  # only the zero-B case cannot tell
+            ok = compare_tensor(case, wrong.lora_linear(*case.args)).ok
+            assert ok == ("all zero" in case.label), case.label
 
 
 def test_lora_with_swapped_factors_fails(zygote: SandboxRunner) -> None:
+    """A non-square w makes swapped factors raise; the square fixed layer lets them run,
+    and its wrong numbers name the slip."""
     verdict = grade(zygote, "lora_linear", LORA, "lora_wrong_swapped.py")
     assert verdict.status == "failed"
-    for function in ("lora_linear", "merge_lora"):  # w is never square, so shapes clash
-        assert "raised RuntimeError" in message(verdict, f"{function}: correct results")
+    causes = {"lora_linear": "applied b_lora first", "merge_lora": "the update is transposed"}
+    for function, cause in causes.items():
+        text = message(verdict, f"{function}: correct results")
+        assert cause in text.partition("Likely cause: ")[2], text
+    wrong = load_solution(SOLUTIONS / "lora_wrong_swapped.py")
+    for case in LoraLinear().plan(5, "cpu").expected["cases"]:
+        w = case.args[1] if case.function == "lora_linear" else case.args[0]
+        if w.shape[0] != w.shape[1]:
+            with pytest.raises(RuntimeError):
+                getattr(wrong, case.function)(*case.args)
 
 
 def test_lora_through_f_linear_fails_the_allowed_operations_check(
