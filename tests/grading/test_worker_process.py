@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.db.engine import make_sessionmaker
 from bot.db.models import GradingJob, Submission
+from graders.base import Verdict
 from tests.support import SOLUTIONS, add_member, queue_submission, start_worker
 
 TOKEN = "secret-that-learners-must-never-see"  # the worker's DISCORD_TOKEN
@@ -133,7 +134,8 @@ async def test_a_submission_cannot_read_the_workers_discord_token(
     except AssertionError:
         worker.terminate()
         raise AssertionError(worker.communicate(timeout=30)[1][-3000:]) from None
-    report = HUNT_REPORT.search(submission.verdict["feedback"])
+    (check,) = Verdict.from_json(submission.verdict).checks  # "submission runs" says it
+    report = HUNT_REPORT.search(check.message)
     assert report, f"the hunt did not run to its report: {submission.verdict}"
     assert int(report[1]) >= 4, report[0]  # os.environ and the three named /proc files
     assert report[2] == "nothing", report[0]
