@@ -94,7 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Validate every file and cross-reference; print each problem as "
         "file:line: message. Exit 0 when clean, 1 otherwise.",
     )
-    check.add_argument("dir", nargs="?", type=Path, help="content directory (default: QUESTS_DIR)")
+    check.add_argument(
+        "dir",
+        nargs="?",
+        type=Path,
+        help="content directory (default: QUESTS_DIR, else ./quests, else the shipped quests)",
+    )
     check.set_defaults(handler=_cmd_quests_check)
     listing = quest_commands.add_parser(
         "list",
@@ -210,8 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _cmd_quests_check(args: argparse.Namespace, settings: Settings) -> int:
     from bot.content import check_content
+    from bot.content.location import content_directory
 
-    directory: Path = args.dir or settings.quests_dir
+    directory: Path = args.dir or content_directory(settings.quests_dir)
     problems = check_content(directory)
     for problem in problems:
         print(problem)

@@ -26,7 +26,8 @@ FIX_HINTS: dict[str, str] = {
     "DISCORD_TOKEN": "copy the bot token from the Discord developer portal "
     "(Applications > your app > Bot > Reset Token) into .env as DISCORD_TOKEN=...",
     "DATABASE_URL": f"use e.g. {DEFAULT_DATABASE_URL} or postgresql+asyncpg://user:pass@host/db",
-    "QUESTS_DIR": "point it at a directory holding library.yaml and map.yaml",
+    "QUESTS_DIR": "point it at a directory holding library.yaml, map.yaml and the quest files, "
+    "or unset it to use the shipped quests",
     "LOG_LEVEL": "use one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
     "WORKERS": "use a whole number from 0 (no local workers) to 64",
     "MAX_PY_BYTES": "use a size in bytes between 1 KiB and 10 MiB, e.g. 262144",
@@ -49,7 +50,7 @@ class Settings(BaseSettings):
 
     discord_token: SecretStr | None = None
     database_url: str = DEFAULT_DATABASE_URL
-    quests_dir: Path = Path("quests")
+    quests_dir: Path | None = None  # unset: ./quests if it is one, else the shipped quests
     log_level: LogLevel = "INFO"
     workers: int = Field(default=1, ge=0, le=64)
     max_py_bytes: int = Field(default=256 * 1024, ge=1024, le=10 * 1024 * 1024)
@@ -67,6 +68,11 @@ class Settings(BaseSettings):
     @classmethod
     def _lower_device(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("quests_dir", mode="before")
+    @classmethod
+    def _blank_dir_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("discord_token", mode="before")
     @classmethod

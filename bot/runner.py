@@ -22,6 +22,7 @@ import discord
 from bot.app import BrrrBot
 from bot.config import ENV_FILE_VARIABLE, Settings
 from bot.content import Content
+from bot.content.location import content_directory
 from bot.db import migrate
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.errors import ConfigError, ServiceUnavailable
@@ -94,7 +95,7 @@ def worker_environment(
     return {
         **inherited,
         "DATABASE_URL": settings.database_url,
-        "QUESTS_DIR": str(settings.quests_dir),
+        "QUESTS_DIR": str(content_directory(settings.quests_dir)),
         "LOG_LEVEL": settings.log_level,
         "WORKER_DEVICE": settings.worker_device,
         "LEASE_SECONDS": str(settings.lease_seconds),

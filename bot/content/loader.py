@@ -26,6 +26,10 @@ from bot.content.yaml_source import DataPath, YamlDocument
 
 LIBRARY_FILE = "library.yaml"
 MAP_FILE = "map.yaml"
+WHAT_IT_HOLDS = (
+    f"a content directory holds {LIBRARY_FILE}, {MAP_FILE} and one YAML file per quest, "
+    "side by side"
+)
 
 
 def check_content(directory: str | Path) -> list[Problem]:
@@ -41,16 +45,30 @@ def load_content(directory: str | Path) -> Content:
     return content
 
 
-def _read(directory: Path) -> tuple[Content | None, list[Problem]]:
+def directory_problem(directory: Path) -> str | None:
+    """Why ``directory`` cannot be a content directory ("does not exist", ...), or None.
+
+    Checked before reading anything, so that pointing at the wrong folder (a repository's
+    root, /tmp) says so in one line instead of parsing every YAML file there.
+    """
+    if not directory.exists():
+        return "does not exist"
     if not directory.is_dir():
-        message = "is not a directory" if directory.exists() else "content directory does not exist"
-        hint = "pass the folder holding library.yaml, map.yaml and the quest files"
-        return None, [Problem(str(directory), None, message, hint)]
-    label = directory.resolve().name
+        return "is a file, not a directory"
+    if not any((directory / name).is_file() for name in (LIBRARY_FILE, MAP_FILE)):
+        return f"is not a content directory (it has no {LIBRARY_FILE} or {MAP_FILE})"
+    return None  # one index file missing is a problem of the content: said per file
+
+
+def _read(directory: Path) -> tuple[Content | None, list[Problem]]:
+    problem = directory_problem(directory)
+    if problem is not None:
+        return None, [Problem(str(directory), None, problem, WHAT_IT_HOLDS)]
 
     def shown(path: Path) -> str:
-        """Paths relative to the content dir's parent, e.g. ``quests/go-brrrr.yaml``."""
-        return f"{label}/{path.relative_to(directory).as_posix()}"
+        """The path as the user named the directory: ``quests/go-brrrr.yaml`` for a relative
+        QUESTS_DIR, ``/srv/quests/go-brrrr.yaml`` for an absolute one."""
+        return (directory / path.relative_to(directory)).as_posix()
 
     library = load_file(
         directory / LIBRARY_FILE,
@@ -84,8 +102,8 @@ def _read(directory: Path) -> tuple[Content | None, list[Problem]]:
 
 
 def quest_paths(directory: Path) -> list[Path]:
-    """The quest files of a content directory, sorted."""
-    return [p for p in sorted(directory.rglob("*.yaml")) if _is_quest_file(p, directory)]
+    """The quest files of a content directory (not of its subfolders), sorted."""
+    return [p for p in sorted(directory.glob("*.yaml")) if _is_quest_file(p, directory)]
 
 
 def _is_quest_file(path: Path, directory: Path) -> bool:

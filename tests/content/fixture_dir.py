@@ -77,6 +77,7 @@ class ContentDir:
     """A content directory named ``quests`` under a temporary folder."""
 
     def __init__(self, root: Path) -> None:
+        self.root = root
         self.path = root / "quests"
         self.path.mkdir()
         self.write("library.yaml", LIBRARY)
@@ -101,5 +102,14 @@ class ContentDir:
     def problems(self) -> list[Problem]:
         return check_content(self.path)
 
+    def relative(self, file: str) -> str:
+        """A problem's file less the temporary folder, e.g. ``quests/first.yaml``."""
+        assert file.startswith(f"{self.root}/"), file
+        return file.removeprefix(f"{self.root}/")
+
     def report(self) -> list[str]:
-        return [str(p) for p in self.problems()]
+        """Each problem as printed, less the temporary folder: ``quests/first.yaml:12: ...``
+        (the full path is printed, leading / included)."""
+        shown = [str(p) for p in self.problems()]
+        assert all(line.startswith(f"{self.root}/quests") for line in shown), shown
+        return [line.replace(f"{self.root}/", "") for line in shown]

@@ -155,7 +155,7 @@ def test_problems_in_several_files_are_all_reported(content_dir: ContentDir) -> 
     content_dir.edit("first.yaml", "xp: 10", "xp: 0")
     content_dir.edit("library.yaml", "kind: post", "kind: blog")
     content_dir.add_second_quest(SECOND_QUEST.replace("xp: 1", "xp: -1"))
-    assert [(p.file, p.line) for p in content_dir.problems()] == [
+    assert [(content_dir.relative(p.file), p.line) for p in content_dir.problems()] == [
         ("quests/first.yaml", 12),
         ("quests/library.yaml", 5),
         ("quests/second.yaml", 10),
@@ -234,9 +234,9 @@ def test_duplicate_library_id(content_dir: ContentDir) -> None:
 
 def test_duplicate_quest_id_across_files(content_dir: ContentDir) -> None:
     """Files are read in path order; the later one is the duplicate."""
-    content_dir.write("later/again.yaml", SECOND_QUEST.replace("id: second", "id: first"))
+    content_dir.write("later.yaml", SECOND_QUEST.replace("id: second", "id: first"))
     assert content_dir.report() == [
-        "quests/later/again.yaml:1: duplicate quest id `first` (also in quests/first.yaml:1) "
+        "quests/later.yaml:1: duplicate quest id `first` (also in quests/first.yaml:1) "
         "(fix: give each quest its own id)"
     ]
 
@@ -451,14 +451,14 @@ def test_missing_index_file(content_dir: ContentDir, name: str, expected: str) -
 def test_missing_directory(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
     assert [str(p) for p in check_content(missing)] == [
-        f"{missing}: content directory does not exist "
-        "(fix: pass the folder holding library.yaml, map.yaml and the quest files)"
+        f"{missing}: does not exist (fix: a content directory holds library.yaml, map.yaml "
+        "and one YAML file per quest, side by side)"
     ]
 
 
 def test_non_utf8_file(content_dir: ContentDir) -> None:
     (content_dir.path / "second.yaml").write_bytes(b"id: \xff\n")
-    assert [(p.file, p.line, p.message) for p in content_dir.problems()] == [
+    assert [(content_dir.relative(p.file), p.line, p.message) for p in content_dir.problems()] == [
         ("quests/second.yaml", 1, "not UTF-8 text (invalid start byte)")
     ]
 
@@ -476,7 +476,7 @@ def test_load_content_raises_with_every_problem(content_dir: ContentDir) -> None
     content_dir.edit("map.yaml", "      - first\n", "      - first\n      - ghost\n")
     with pytest.raises(ContentError) as raised:
         load_content(content_dir.path)
-    assert [(p.file, p.line) for p in raised.value.problems] == [
+    assert [(content_dir.relative(p.file), p.line) for p in raised.value.problems] == [
         ("quests/first.yaml", 12),
         ("quests/map.yaml", 6),
     ]
