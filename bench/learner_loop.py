@@ -5,8 +5,10 @@ Run: .venv/bin/python bench/learner_loop.py [--runs 7] [--saves 21]
 
 - cold grade: ``brrrbot grade correct.py --task go-brrrr/matmul-three-ways`` in a fresh
   process, from a folder outside the repository; floor: ``python -c "import torch"``, the
-  least any grading that runs torch can cost.  Target: at most 1.3x the floor.  The same
-  grade with a DISCORD_TOKEN set (the zygote exec'd, a second torch import) is shown too.
+  least any grading that runs torch can cost.  Target: at most 1.3x the floor.  Also
+  shown: the floor without the interpreter's teardown (``brrrbot grade`` skips it as well,
+  with ``os._exit`` once its output is flushed), and the same grade with a DISCORD_TOKEN set
+  (the zygote exec'd, a second torch import).
 - watch: from an atomic save (write, rename) to the verdict's headline on stdout of a
   running ``brrrbot grade --watch``; floor: ``grade_prepared`` of the same file on a warm
   zygote in this process (the sandbox round trip alone).  Target: median at most 150 ms.
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -53,10 +56,14 @@ def _median_run(command: list[str], runs: int, cwd: Path, env: dict[str, str]) -
 def cold(runs: int, folder: Path) -> None:
     (folder / "matmul.py").write_bytes(SOLUTION.read_bytes())
     floor = _median_run([sys.executable, "-c", "import torch"], runs, folder, _env())
+    quick = _median_run(
+        [sys.executable, "-c", "import os, torch; os._exit(0)"], runs, folder, _env()
+    )
     grade = [sys.executable, "-m", "bot", "grade", "matmul.py", "--task", TASK]
     forked = _median_run(grade, runs, folder, _env())
     execed = _median_run(grade, runs, folder, _env(DISCORD_TOKEN="x"))
     print(f"cold: import torch floor  median {floor * 1000:7.0f} ms")
+    print(f"cold: same, no teardown   median {quick * 1000:7.0f} ms  (brrrbot grade skips it too)")
     print(f"cold: brrrbot grade       median {forked * 1000:7.0f} ms  {forked / floor:.2f}x floor")
     print(f"cold: exec'd zygote       median {execed * 1000:7.0f} ms  {execed / floor:.2f}x floor")
 
@@ -81,7 +88,8 @@ def _headline(fd: int, buffer: list[bytes], timeout_s: float = 60) -> str:
 def watch(saves: int, folder: Path) -> None:
     from bot.config import Settings
     from bot.content import load_content
-    from bot.grading.local import open_sandbox, prepare
+    from bot.content.schema import BuildTask
+    from bot.grading.local import launch_sandbox, prepare
     from bot.grading.service import grade_prepared
 
     target = folder / "watched.py"
@@ -107,9 +115,11 @@ def watch(saves: int, folder: Path) -> None:
         process.wait()
     settings = Settings(_env_file=None)
     content = load_content(REPO / "quests")
-    spec = prepare(settings, content, target, TASK)
+    task = content.find_task(TASK)[1]
+    assert isinstance(task, BuildTask)
+    spec = prepare(settings, task, target, TASK, None)
     floors = []
-    with open_sandbox(settings, insecure=False) as zygote:
+    with closing(launch_sandbox(settings, huge_pages=True)) as zygote:  # as --watch does
         grade_prepared(spec, zygote)
         for _ in range(saves):
             started = time.perf_counter()

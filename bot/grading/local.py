@@ -61,7 +61,10 @@ def grade_command(
     up and probes its isolation while the quest content loads on the other core.
     """
     data = None if watch else read_file(path)  # a watch may start before the file is right
-    with closing(launch_sandbox(settings)) as zygote:  # entering would wait for it
+    # one grade starts fastest without the huge-page collapse; a watch pays it once, then
+    # forks each job faster
+    sandbox = launch_sandbox(settings, huge_pages=watch)
+    with closing(sandbox) as zygote:  # entering would wait for it
         content = load_content_or_fail(settings)
         task = _build_task(content, task_ref)
         if not insecure and not minimum_ok(zygote.isolation_report()):
@@ -151,7 +154,7 @@ def prepare(
     return JobSpec.build(task_ref, task, prepared, path.name)
 
 
-def launch_sandbox(settings: Settings) -> Zygote:
+def launch_sandbox(settings: Settings, *, huge_pages: bool = False) -> Zygote:
     """A zygote on its way up (``start`` or the first run waits for it).
 
     Forked from this process when that is safe, which saves the zygote's own torch import:
@@ -160,7 +163,7 @@ def launch_sandbox(settings: Settings) -> Zygote:
     """
     import torch  # noqa: F401 - imported before the fork, so the zygote shares it
 
-    zygote = Zygote(fork=may_fork(settings))
+    zygote = Zygote(fork=may_fork(settings), huge_pages=huge_pages)
     zygote.launch()
     return zygote
 

@@ -78,11 +78,13 @@ class Zygote:
         modes: tuple[str, ...] = (),
         start_timeout_s: float = 120.0,
         fork: bool = False,
+        huge_pages: bool = True,
     ) -> None:
         self.python = python
         self.modes = modes
         self.start_timeout_s = start_timeout_s
         self.fork = fork  # fork from this process (see ``fork_zygote``) instead of exec
+        self.huge_pages = huge_pages  # collapse into huge pages: slower start, faster jobs
         self._lock = threading.RLock()
         self._process: subprocess.Popen[bytes] | ForkedZygote | None = None
         self._ready: dict[str, Any] = {}
@@ -136,7 +138,7 @@ class Zygote:
     def _spawn(self) -> None:
         try:
             if self.fork:
-                self._process = fork_zygote(self.modes)
+                self._process = fork_zygote(self.modes, huge_pages=self.huge_pages)
             else:
                 self._process = subprocess.Popen(
                     [self.python, "-I", "-X", "utf8", "-c", _BOOTSTRAP, PROJECT_ROOT, *self.modes],
@@ -293,7 +295,7 @@ class ForkedZygote:
                 os.kill(self.pid, signal.SIGKILL)
 
 
-def fork_zygote(modes: tuple[str, ...]) -> ForkedZygote:
+def fork_zygote(modes: tuple[str, ...], *, huge_pages: bool) -> ForkedZygote:
     """Fork the zygote from this process: torch (imported by the caller) comes ready-made.
 
     Only for a process whose memory a job may see: the child inherits all of it, so the
@@ -321,7 +323,7 @@ def fork_zygote(modes: tuple[str, ...]) -> ForkedZygote:
             os.chdir("/")
             from bot.sandbox.zygote import main
 
-            main(list(modes), huge_pages=False)  # a learner's few jobs: start fast instead
+            main(list(modes), huge_pages=huge_pages)
             code = 0
         except BaseException:
             traceback.print_exc()
