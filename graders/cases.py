@@ -231,7 +231,7 @@ def _literal(tensor: torch.Tensor) -> str:
     return f"torch.tensor({values}{dtype})"
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=32)  # a worker sees each source once: keep few
 def scan_once(source: str, functions: tuple[str, ...], rules: Rules) -> Mapping[str, ScanReport]:
     """``scan``, cached: a source is judged once per function, and a catalogue sweep judges
     the same source on hundreds of plans.  The reports are shared: do not change them."""
