@@ -11,8 +11,9 @@ an empty stub earns nothing), and any checks ``extra_checks`` adds.
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol, TypeVar
@@ -231,8 +232,20 @@ def _literal(tensor: torch.Tensor) -> str:
     return f"torch.tensor({values}{dtype})"
 
 
-@functools.lru_cache(maxsize=32)  # a worker sees each source once: keep few
 def scan_once(source: str, functions: tuple[str, ...], rules: Rules) -> Mapping[str, ScanReport]:
-    """``scan``, cached: a source is judged once per function, and a catalogue sweep judges
-    the same source on hundreds of plans.  The reports are shared: do not change them."""
-    return MappingProxyType(scan(source, functions, rules))
+    """``scan``, remembered: a source is judged once per function, and a catalogue sweep
+    judges the same sources on hundreds of plans.  Keyed by the source's digest, so a worker
+    keeps no submission's text; the reports are shared, do not change them."""
+    key = (hashlib.sha256(source.encode()).digest(), functions, rules)
+    found = _SCANS.get(key)
+    if found is None:
+        found = _SCANS[key] = MappingProxyType(scan(source, functions, rules))
+        if len(_SCANS) > _SCANS_KEPT:
+            _SCANS.popitem(last=False)
+    else:
+        _SCANS.move_to_end(key)
+    return found
+
+
+_SCANS: OrderedDict[tuple[bytes, tuple[str, ...], Rules], Mapping[str, ScanReport]] = OrderedDict()
+_SCANS_KEPT = 512  # sources x functions of a whole catalogue sweep, with room to spare
