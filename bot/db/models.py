@@ -27,6 +27,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -66,11 +67,21 @@ class Guild(CreatedAt, Base):
     moderator_role_id: Mapped[int | None] = mapped_column(BigInteger)
     weekly_post_day: Mapped[int] = mapped_column(SmallInteger, default=0)  # Monday = 0
     schedule_start: Mapped[date | None] = mapped_column(Date)  # local day 0 of the map walk
+    #: "stack" keeps every level role reached; "highest" only the highest
+    level_role_mode: Mapped[str] = mapped_column(String(8), default="stack", server_default="stack")
+    #: given to the week's first place(s) when the weekly leaderboard is posted
+    champion_role_id: Mapped[int | None] = mapped_column(BigInteger)
+    #: each daily post opens a public discussion thread
+    discussion_threads: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
 class Member(CreatedAt, Base):
-    """A learner in one server (the same user in two servers is two members)."""
+    """A learner in one server (the same user in two servers is two members).
+
+    A member who deleted their data keeps the row (the append-only ledger points at it) but it
+    no longer names them: ``user_id`` becomes ``-id`` and ``anonymised_at`` is set.
+    """
 
     __tablename__ = "members"
     __table_args__ = (UniqueConstraint("guild_id", "user_id"),)
@@ -79,6 +90,9 @@ class Member(CreatedAt, Base):
     guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
     user_id: Mapped[int] = mapped_column(BigInteger)
     display_name: Mapped[str] = mapped_column(String(100), default="")
+    #: left off every public board (``/privacy hide``)
+    hidden: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    anonymised_at: Mapped[datetime | None]
 
 
 class GuildQuest(CreatedAt, Base):
@@ -273,6 +287,8 @@ class MemberXp(Base):
     guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
     xp: Mapped[int] = mapped_column(Integer)
     reached_at: Mapped[datetime]
+    #: False while the member is hidden or anonymised: kept for their own profile, off the boards
+    listed: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 # A leaderboard page and a rank are one range scan of this index, in leaderboard order.
@@ -281,6 +297,7 @@ Index(
     MemberXp.guild_id,
     MemberXp.period_kind,
     MemberXp.period_key,
+    MemberXp.listed,
     MemberXp.xp.desc(),
     MemberXp.reached_at,
     MemberXp.member_id,
@@ -288,7 +305,7 @@ Index(
 
 
 class MemberXpCount(Base):
-    """How many members of a leaderboard sit at each XP value (only values above 0).
+    """How many listed members of a leaderboard sit at each XP value (only values above 0).
 
     Derived from ``member_xp`` in the same transaction, so a rank or a board's size is a sum over
     the distinct XP values ahead, not a count over every member ahead.  Without a rowid, SQLite
@@ -305,3 +322,87 @@ class MemberXpCount(Base):
     period_key: Mapped[str] = mapped_column(String(16), primary_key=True)
     xp: Mapped[int] = mapped_column(Integer, primary_key=True)
     members: Mapped[int] = mapped_column(Integer)
+
+
+class LevelRole(CreatedAt, Base):
+    """A Discord role given to members who reach a level (``/admin roles``)."""
+
+    __tablename__ = "level_roles"
+    __table_args__ = (UniqueConstraint("guild_id", "role_id"),)
+
+    guild_id: Mapped[int] = mapped_column(
+        ForeignKey("guilds.id", ondelete="CASCADE"), primary_key=True
+    )
+    level: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    role_id: Mapped[int] = mapped_column(BigInteger)
+
+
+class RoleGrant(Base):
+    """A role the bot gave a member and has not taken back: what it believes Discord holds."""
+
+    __tablename__ = "role_grants"
+
+    guild_id: Mapped[int] = mapped_column(
+        ForeignKey("guilds.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    role_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    granted_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RoleSync(Base):
+    """A member whose roles may differ from what their XP and titles call for.
+
+    Queued in the same transaction as the change (a ledger row, a new level role, a champion),
+    so a restart loses none; drained one member at a time, in the order of ``due_at``.
+    """
+
+    __tablename__ = "role_sync_queue"
+    __table_args__ = (Index(None, "due_at"),)
+
+    guild_id: Mapped[int] = mapped_column(
+        ForeignKey("guilds.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    due_at: Mapped[datetime] = mapped_column(default=utcnow)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_error: Mapped[str | None] = mapped_column(Text)
+
+
+class WeeklyChampion(CreatedAt, Base):
+    """A first place of a posted week: the holder of the champion role until the next post."""
+
+    __tablename__ = "weekly_champions"
+
+    guild_id: Mapped[int] = mapped_column(
+        ForeignKey("guilds.id", ondelete="CASCADE"), primary_key=True
+    )
+    period: Mapped[str] = mapped_column(String(16), primary_key=True)  # "2026-W48"
+    user_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+
+
+class QuestDraft(CreatedAt, Base):
+    """A quest a moderator uploaded with ``/admin quest-add``, awaiting Publish.
+
+    Kept in the database so the preview's buttons still work after a restart, until
+    ``expires_at``.
+    """
+
+    __tablename__ = "quest_drafts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    moderator_user_id: Mapped[int] = mapped_column(BigInteger)
+    filename: Mapped[str] = mapped_column(String(255))
+    text: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[datetime]
+
+
+class BotState(Base):
+    """Small facts the bot keeps between runs, e.g. the hash of the commands last synced."""
+
+    __tablename__ = "bot_state"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
