@@ -6,7 +6,8 @@ Rules:
   new row, e.g. a moderator revoke is a negative amount.
 - Every row carries an ``idempotency_key``; inserting an existing key does nothing (ON CONFLICT DO
   NOTHING), so an award retried or raced by a second process happens exactly once.
-- Each inserted row updates the derived totals (``bot.progress.totals``) in the same transaction.
+- Each inserted row updates the derived totals (``bot.progress.totals``) in the same transaction,
+  and queues the member for a role check when their server hands out roles.
 - Sources: ``task`` (graded build), ``quiz``, ``self`` (``/done``), ``streak`` (daily bonus),
   ``admin`` (moderator grant or revoke).  For the first three ``reference`` is the task
   (``QUEST/TASK``), and their rows with a positive amount are the member's completions.
@@ -26,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.db.dialect import upsert
 from bot.db.models import Member, XpEntry
 from bot.progress.periods import local_date
+from bot.progress.role_queue import queue_member_if_roles
 from bot.progress.totals import add_to_totals
 
 Source = Literal["task", "quiz", "self", "streak", "admin"]
@@ -67,6 +69,8 @@ async def append(
     await add_to_totals(
         session, guild_id=guild_id, member_id=member_id, amount=amount, at=now, tz=tz
     )
+    if amount:
+        await queue_member_if_roles(session, guild_id, member_id, now=now)
     return True
 
 
