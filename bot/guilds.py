@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from datetime import date
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
@@ -38,51 +39,76 @@ def is_moderator(*, manage_guild: bool, role_ids: Iterable[int], guild: Guild | 
     return bool(guild and guild.moderator_role_id and guild.moderator_role_id in set(role_ids))
 
 
+@dataclass(frozen=True)
+class SetupChanges:
+    """What one ``/admin setup`` changes; ``None`` keeps the current value (or the default)."""
+
+    channel_id: int | None = None
+    post_time: str | None = None
+    timezone: str | None = None
+    weekly_day: int | None = None
+    moderator_role_id: int | None = None
+    champion_role_id: int | None = None
+    discussion_threads: bool | None = None
+
+
+class SetupRefused(ValueError):
+    """A setup that cannot be stored, with the reason in the member's words."""
+
+
 async def configure(
     session: AsyncSession,
     *,
     guild_id: int,
-    channel_id: int,
-    post_time: str,
-    timezone: str,
-    weekly_day: int,
-    moderator_role_id: int | None,
+    changes: SetupChanges,
     actor_user_id: int,
     today: date,
 ) -> Guild:
-    """Store where and when the server's posts go; validates every field first."""
-    parse_post_time(post_time)
-    parse_timezone(timezone)
-    if not 0 <= weekly_day <= 6:
-        raise ValueError("the weekly day must be Monday to Sunday")
+    """Store where and when the server's posts go; validates every field first.
+
+    A server's first setup must name the quest channel; later ones change only what they give.
+    """
+    if changes.post_time is not None:
+        parse_post_time(changes.post_time)
+    if changes.timezone is not None:
+        parse_timezone(changes.timezone)
+    if changes.weekly_day is not None and not 0 <= changes.weekly_day <= 6:
+        raise SetupRefused("the weekly day must be Monday to Sunday")
     await session.execute(upsert(session, Guild).values(id=guild_id).on_conflict_do_nothing())
     guild = await session.get(Guild, guild_id, populate_existing=True)
     assert guild is not None
-    guild.quest_channel_id = channel_id
-    guild.post_time = post_time.strip()
-    guild.timezone = timezone.strip()
-    guild.weekly_post_day = weekly_day
-    if moderator_role_id is not None:
-        guild.moderator_role_id = moderator_role_id
+    if changes.channel_id is None and guild.quest_channel_id is None:
+        raise SetupRefused("This server has no quest channel yet: give `channel` too.")
+    given = {name: value for name, value in asdict(changes).items() if value is not None}
+    for name, value in given.items():
+        column = _SETUP_COLUMNS[name]
+        setattr(guild, column, value.strip() if isinstance(value, str) else value)
     if guild.schedule_start is None:
         guild.schedule_start = today
-    details: dict[str, Any] = {
-        "channel_id": channel_id,
-        "time": guild.post_time,
-        "timezone": guild.timezone,
-        "weekly_day": WEEKDAYS[weekly_day],
-        "moderator_role_id": moderator_role_id,
-    }
+    details: dict[str, Any] = dict(given)
+    if "weekly_day" in details:
+        details["weekly_day"] = WEEKDAYS[details["weekly_day"]]
     session.add(
         AuditEntry(
             guild_id=guild_id,
             actor_user_id=actor_user_id,
             action="setup",
-            target=f"channel:{channel_id}",
+            target=f"channel:{guild.quest_channel_id}",
             details=details,
         )
     )
     return guild
+
+
+_SETUP_COLUMNS = {
+    "channel_id": "quest_channel_id",
+    "post_time": "post_time",
+    "timezone": "timezone",
+    "weekly_day": "weekly_post_day",
+    "moderator_role_id": "moderator_role_id",
+    "champion_role_id": "champion_role_id",
+    "discussion_threads": "discussion_threads",
+}
 
 
 async def with_quest_channel(session: AsyncSession) -> list[Guild]:

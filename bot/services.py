@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -10,6 +12,10 @@ from bot.config import Settings
 from bot.content import Content
 from bot.curriculum.guild_map import GuildMap, load_guild_map
 from bot.db.models import Guild
+
+P = ParamSpec("P")
+T = TypeVar("T")
+UseCase = Callable[Concatenate[AsyncSession, P], Awaitable[T]]
 
 
 @dataclass
@@ -20,6 +26,16 @@ class Services:
     sessions: async_sessionmaker[AsyncSession]  # for writes: take SQLite's write lock at BEGIN
     reads: async_sessionmaker[AsyncSession]  # for reads: a snapshot, never waits for writers
     _maps: dict[int, GuildMap] = field(default_factory=dict)
+
+    async def write(self, use_case: UseCase[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run a domain function in one write transaction: the cogs open no sessions."""
+        async with self.sessions() as session, session.begin():
+            return await use_case(session, *args, **kwargs)
+
+    async def read(self, use_case: UseCase[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run a domain function on a read snapshot."""
+        async with self.reads() as session:
+            return await use_case(session, *args, **kwargs)
 
     async def guild_map(self, guild_id: int) -> GuildMap:
         """The server's map; cached until a moderator changes it (``forget_map``)."""

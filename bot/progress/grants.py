@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.db.models import AuditEntry, XpEntry
 from bot.progress.ledger import REASON_CHARS, append
 from bot.progress.levels import LevelChange, level_change
-from bot.progress.members import lock_member
+from bot.progress.members import ensure_member, lock_member
 from bot.progress.totals import total_xp
 
 
@@ -100,4 +100,32 @@ async def grant(
         applied=applied,
         new_total=new_total,
         repeated=not inserted,
+    )
+
+
+async def grant_to_user(
+    session: AsyncSession,
+    *,
+    guild_id: int,
+    user_id: int,
+    display_name: str,
+    amount: int,
+    reason: str,
+    actor_user_id: int,
+    request_id: int,
+    tz: ZoneInfo,
+    now: datetime,
+) -> Grant:
+    """``grant`` to a Discord user, who becomes a member of the server's board if new."""
+    member = await ensure_member(session, guild_id, user_id, display_name)
+    return await grant(
+        session,
+        guild_id=guild_id,
+        member_id=member.id,
+        amount=amount,
+        reason=reason,
+        actor_user_id=actor_user_id,
+        request_id=request_id,
+        tz=tz,
+        now=now,
     )

@@ -1,0 +1,56 @@
+"""The /admin group: one cog, its commands in one module per area.
+
+Registered with ``default_member_permissions`` = Manage Server, and checked again here on every
+call (discord.py does not, and server admins can override command permissions): Manage Server or
+the configured moderator role.
+"""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot import guilds
+from bot.app import BrrrBot
+from bot.exts.admin.content import ContentCommands
+from bot.exts.admin.export import ExportCommands
+from bot.exts.admin.grading import GradingCommands
+from bot.exts.admin.posts import PostCommands
+from bot.exts.admin.setup import SetupCommands
+from bot.exts.admin.xp import XpCommands
+from bot.exts.common import guild_id_of
+
+
+@app_commands.default_permissions(manage_guild=True)
+@app_commands.guild_only()
+class Admin(
+    SetupCommands,
+    PostCommands,
+    ContentCommands,
+    XpCommands,
+    GradingCommands,
+    ExportCommands,
+    commands.GroupCog,
+    group_name="admin",
+    group_description="Moderator commands",
+):
+    def __init__(self, bot: BrrrBot) -> None:
+        self.bot = bot
+        super().__init__()
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        guild_id = guild_id_of(interaction)
+        member = interaction.user
+        manage = isinstance(member, discord.Member) and member.guild_permissions.manage_guild
+        roles = [role.id for role in getattr(member, "roles", [])]
+        guild = await self.bot.services.guild(guild_id)
+        if guilds.is_moderator(manage_guild=manage, role_ids=roles, guild=guild):
+            return True
+        raise app_commands.CheckFailure(
+            "Only moderators can use /admin: you need Manage Server or the moderator role."
+        )
+
+
+async def setup(bot: BrrrBot) -> None:
+    await bot.add_cog(Admin(bot))
