@@ -98,6 +98,8 @@ def test_an_installed_wheel_grades_from_any_folder(tmp_path: Path) -> None:
     assert sorted(p.name for p in (target / "bot" / "quests").iterdir()) == sorted(
         p.name for p in SEED_QUESTS.glob("*.yaml")
     )
+    fonts = target / "bot" / "assets" / "fonts"
+    assert (fonts / "DejaVuSans.ttf").is_file() and (fonts / "LICENSE-DejaVu.txt").is_file()
     shutil.copy(CORRECT, work / "matmul.py")
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": str(target)}
     result = subprocess.run(

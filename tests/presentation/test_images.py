@@ -7,7 +7,7 @@ import io
 import pytest
 from PIL import Image
 
-from bot.presentation.fonts import drawable, fitting_size
+from bot.presentation.fonts import fitting_size
 from bot.presentation.images import (
     ACCENT,
     CARD_SIZE,
@@ -93,21 +93,6 @@ def test_weekly_chart_without_entries_has_no_bars() -> None:
 def test_weekly_chart_with_weird_names_and_guild_name() -> None:
     data = weekly_chart(week(*WEIRD_NAMES), guild_name="🚀 " + "g" * 500)
     assert open_png(data).size == CHART_SIZE
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("Ada Lövelace", "Ada Lovelace"),  # the default font has no ö: the accent goes
-        ("Ｆｕｌｌ width", "Full width"),
-        ("two\nlines", "two lines"),
-        ("zero\u200bwidth", "zerowidth"),
-        ("山田", "??"),
-        ("ok 🔥\ufe0f", "ok ?"),
-    ],
-)
-def test_drawable_folds_what_the_font_cannot_draw(text: str, expected: str) -> None:
-    assert drawable(text) == expected
 
 
 def test_fitting_size_shrinks_until_the_text_fits() -> None:
