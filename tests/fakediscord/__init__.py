@@ -19,11 +19,12 @@ from tests.fakediscord.clock import FakeClock
 from tests.fakediscord.errors import ApiError
 from tests.fakediscord.handle import InteractionHandle, InteractionRejected
 from tests.fakediscord.interactions import Reply
-from tests.fakediscord.journal import RequestRecord
+from tests.fakediscord.journal import RequestRecord, RoleWrite
 from tests.fakediscord.messages import Attachment, Message
-from tests.fakediscord.models import Channel, Guild, Member, Role, User
+from tests.fakediscord.models import Channel, Guild, Member, Role, Thread, User
 from tests.fakediscord.permissions import Permission
 from tests.fakediscord.process import BotProcess
+from tests.fakediscord.ratelimits import RateLimitPolicy
 from tests.fakediscord.server import FakeDiscord, Urls
 
 __all__ = [
@@ -39,9 +40,12 @@ __all__ = [
     "Member",
     "Message",
     "Permission",
+    "RateLimitPolicy",
     "Reply",
     "RequestRecord",
     "Role",
+    "RoleWrite",
+    "Thread",
     "Urls",
     "User",
 ]

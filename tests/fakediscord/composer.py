@@ -14,12 +14,13 @@ from tests.fakediscord.cdn import Cdn
 from tests.fakediscord.changes import Changes
 from tests.fakediscord.clock import FakeClock
 from tests.fakediscord.errors import FormErrors, Path
-from tests.fakediscord.gateway import DIRECT_MESSAGES, GUILD_MESSAGES, Gateway
+from tests.fakediscord.gateway import DIRECT_MESSAGES, GUILD_MESSAGES, GUILDS, Gateway
 from tests.fakediscord.ids import Snowflakes
 from tests.fakediscord.limits import check_message
 from tests.fakediscord.mentions import resolve_pings
 from tests.fakediscord.messages import (
     EPHEMERAL,
+    HAS_THREAD,
     IS_COMPONENTS_V2,
     LOADING,
     REPLY,
@@ -29,7 +30,7 @@ from tests.fakediscord.messages import (
     InteractionOrigin,
     Message,
 )
-from tests.fakediscord.models import UPLOAD_LIMITS, Channel, User
+from tests.fakediscord.models import UPLOAD_LIMITS, Channel, Thread, User
 from tests.fakediscord.world import World
 
 SENDABLE_FLAGS = SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2
@@ -155,10 +156,27 @@ class Composer:
         await self._announce("MESSAGE_UPDATE", channel, message)
         return message
 
+    async def start_thread(
+        self, channel: Channel, message: Message, owner: User, *, name: str, archive_after: int
+    ) -> Thread:
+        """A public thread from ``message``: THREAD_CREATE (GUILDS intent), and the starter
+        message now shows the thread (MESSAGE_UPDATE with ``thread`` and HAS_THREAD)."""
+        thread = self._world.start_thread(
+            channel, message, owner, name=name, archive_after=archive_after
+        )
+        message.flags |= HAS_THREAD
+        self._changes.bump()
+        created = {**thread.payload(), "newly_created": True}
+        await self._gateway.publish("THREAD_CREATE", created, GUILDS)
+        await self._announce("MESSAGE_UPDATE", channel, message)
+        return thread
+
     async def delete(self, message: Message) -> None:
         message.deleted = True
-        self._changes.bump()
         channel = self._world.channel(message.channel_id)
+        if isinstance(channel, Thread) and not message.ephemeral:
+            channel.message_count -= 1
+        self._changes.bump()
         data: dict[str, Any] = {"id": str(message.id), "channel_id": str(channel.id)}
         if channel.guild_id is not None:
             data["guild_id"] = str(channel.guild_id)
@@ -169,12 +187,16 @@ class Composer:
         self._world.messages[message.id] = message
         if not message.ephemeral:
             channel.last_message_id = message.id
+            if isinstance(channel, Thread):
+                channel.message_count += 1
+                channel.total_message_sent += 1
         self._changes.bump()
         await self._announce("MESSAGE_CREATE", channel, message)
 
     async def _announce(self, event: str, channel: Channel, message: Message) -> None:
         if not message.ephemeral:
-            await self._gateway.publish(event, message.payload(), _intent(channel))
+            payload = message.payload(self._gateway.live_reader)
+            await self._gateway.publish(event, payload, _intent(channel))
 
     def _reference(
         self, channel: Channel, reference: dict[str, Any] | None

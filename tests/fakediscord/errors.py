@@ -64,6 +64,7 @@ def unknown(what: str) -> ApiError:
         "Channel": 10003,
         "Member": 10007,
         "Message": 10008,
+        "Role": 10011,
         "User": 10013,
         "Webhook": 10015,
         "interaction": 10062,
@@ -77,6 +78,14 @@ def missing_access() -> ApiError:
 
 def missing_permissions() -> ApiError:
     return ApiError(403, 50013, "Missing Permissions")
+
+
+def wrong_channel_type() -> ApiError:
+    return ApiError(400, 50024, "Cannot execute action on this channel type")
+
+
+def thread_exists() -> ApiError:
+    return ApiError(400, 160004, "A thread has already been created for this message")
 
 
 def cannot_dm() -> ApiError:

@@ -32,6 +32,7 @@ INVALID_SESSION = 9
 HELLO = 10
 HEARTBEAT_ACK = 11
 
+GUILDS = 1 << 0
 GUILD_MEMBERS = 1 << 1
 GUILD_PRESENCES = 1 << 8
 GUILD_MESSAGES = 1 << 9
@@ -100,6 +101,33 @@ class Gateway:
     @property
     def connected(self) -> bool:
         return self.session is not None and self.session.socket is not None
+
+    @property
+    def bot_id(self) -> int:
+        return self._world.bot.id
+
+    def content_reader(self, intents: int) -> int | None:
+        """Who reads message content with ``intents``: None (everything) with the Message
+        Content intent, else the bot's id, so others' messages arrive emptied."""
+        return None if intents & MESSAGE_CONTENT else self._world.bot.id
+
+    @property
+    def rest_reader(self) -> int | None:
+        """REST follows the app's portal switch, not what a session asked for."""
+        return self.content_reader(self._allowed_privileged)
+
+    @property
+    def live_reader(self) -> int | None:
+        """The current session's view of message content (REST's when there is none)."""
+        session = self.session
+        return self.rest_reader if session is None else self.content_reader(session.intents)
+
+    def dispatched(self, event: str) -> list[dict[str, Any]]:
+        """The data of every ``event`` sent to the current session, oldest first."""
+        if self.session is None:
+            return []
+        frames = (json.loads(frame) for _, frame in self.session.backlog)
+        return [f["d"] for f in frames if f["t"] == event]
 
     # the socket
 

@@ -1,7 +1,8 @@
 """What a test holds after it invokes something: the interaction, seen from the user's side.
 
 It answers "how fast was it acknowledged", "what does the response say now",
-"what follow-ups came" and "what did Discord refuse", waiting where needed.
+"what follow-ups came", "what did Discord refuse" and "did it go unanswered"
+(the user then sees "This interaction failed"), waiting where needed.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tests.fakediscord.changes import Changes
+from tests.fakediscord.clock import FakeClock
 from tests.fakediscord.errors import ApiError
-from tests.fakediscord.interactions import InteractionRecord, Reply
+from tests.fakediscord.interactions import RESPONSE_DEADLINE, InteractionRecord, Reply
 from tests.fakediscord.messages import Message
 from tests.fakediscord.world import World
 
@@ -27,10 +29,13 @@ class InteractionRejected(Exception):
 
 
 class InteractionHandle:
-    def __init__(self, record: InteractionRecord, world: World, changes: Changes) -> None:
+    def __init__(
+        self, record: InteractionRecord, world: World, changes: Changes, clock: FakeClock
+    ) -> None:
         self.record = record
         self._world = world
         self._changes = changes
+        self._clock = clock
 
     @property
     def id(self) -> int:
@@ -57,6 +62,17 @@ class InteractionHandle:
         """Seconds from dispatch to the first accepted response (real time, not the fake clock)."""
         acked_at = await self._until(lambda: self.record.acked_at, timeout, "the first response")
         return acked_at - self.record.dispatched_at
+
+    async def unanswered(self) -> None:
+        """Waits out Discord's 3 s response deadline (fake clock: advance it to wait less) and
+        raises AssertionError if the bot responded; afterwards the interaction is dead."""
+        left = self.record.created_at + RESPONSE_DEADLINE - self._clock.now()
+        try:
+            await self._changes.until(lambda: self.record.reply, max(left, 0.0), "no response")
+        except TimeoutError:
+            self.record.expired = True
+            return
+        raise AssertionError(f"the bot answered the interaction ({self.record.reply!r})")
 
     async def original(self, timeout: float = 5.0) -> Message:
         """The response message once it has real content (a deferred placeholder is filled)."""

@@ -3,7 +3,8 @@
 The Discord client only lets a user do what is possible, so these builders
 refuse with ValueError/PermissionError where the client would: unknown
 options, missing required ones, values outside choices or bounds, files over
-the size limit, commands the member may not use, disabled buttons.
+the size limit, commands the member may not use, disabled buttons, a message
+command on a message the user cannot see.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ ROLE = 8
 MENTIONABLE = 9
 NUMBER = 10
 ATTACHMENT = 11
+MESSAGE_COMMAND = 3
 ACTION_ROW = 1
 STRING_SELECT = 3
 TEXT_INPUT = 4
@@ -90,12 +92,13 @@ class Invoker:
                 raise ValueError("without a guild, the channel must be the user's DM with the bot")
             return Where(person, dm, None, None)
         server = self._world.guilds.get(ref_id(guild))
-        if server is None or channel is None or ref_id(channel) not in server.channels:
-            raise ValueError("the channel must be a channel of that guild")
+        rooms = {} if server is None else {**server.channels, **server.threads}
+        if server is None or channel is None or ref_id(channel) not in rooms:
+            raise ValueError("the channel must be a channel or thread of that guild")
         member = server.members.get(person.id)
         if member is None:
             raise ValueError(f"{person.username} is not a member of {server.name}")
-        room = server.channels[ref_id(channel)]
+        room = rooms[ref_id(channel)]
         if not self._world.permissions_in(room, person) & Permission.VIEW_CHANNEL:
             raise PermissionError(f"{person.username} cannot see #{room.name}")
         return Where(person, room, server, member)
@@ -140,6 +143,27 @@ class Invoker:
             data["resolved"] = resolved
         kind = Kind.AUTOCOMPLETE if focused is not None else Kind.APPLICATION_COMMAND
         return Draft(kind, data, guild_id, where.channel.id, where.user.id)
+
+    def message_command(self, where: Where, name: str, target: Message) -> Draft:
+        """``name`` from the Apps menu of ``target``: the whole message rides along in
+        ``resolved`` (content and files too: Message Content does not apply here)."""
+        guild_id = where.guild.id if where.guild else None
+        command = self._commands.find(name, guild_id, MESSAGE_COMMAND)
+        self._check_may_use(where, command)
+        if target.channel_id != where.channel.id or target.deleted:
+            raise ValueError(f"message {target.id} is not in #{where.channel.name}")
+        if target.ephemeral and (target.origin is None or target.origin.user.id != where.user.id):
+            raise ValueError(f"message {target.id} is another user's ephemeral message")
+        data: dict[str, Any] = {
+            "id": str(command.id),
+            "name": command.name,
+            "type": MESSAGE_COMMAND,
+            "target_id": str(target.id),
+            "resolved": {"messages": {str(target.id): target.payload()}},
+        }
+        if command.guild_id is not None:
+            data["guild_id"] = str(command.guild_id)
+        return Draft(Kind.APPLICATION_COMMAND, data, guild_id, where.channel.id, where.user.id)
 
     def _check_may_use(self, where: Where, command: RegisteredCommand) -> None:
         if where.guild is None or where.member is None:

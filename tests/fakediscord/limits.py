@@ -33,9 +33,14 @@ MODAL_TITLE = 45
 MODAL_ITEMS = 5
 ALLOWED_MENTION_PARSE = {"everyone", "roles", "users"}
 COMMAND_NAME = re.compile(r"^[-_'\w]{1,32}$")
+CONTEXT_MENU_NAME = 32
 COMMAND_DESCRIPTION = 100
 OPTIONS = 25
 CHAT_INPUT = 1
+USER_COMMAND = 2
+MESSAGE_COMMAND = 3
+#: commands per application and scope (global, or one guild), by type
+COMMANDS_PER_TYPE = {CHAT_INPUT: 100, USER_COMMAND: 15, MESSAGE_COMMAND: 15}
 
 ACTION_ROW = 1
 BUTTON = 2
@@ -173,19 +178,50 @@ def check_modal(data: Mapping[str, Any], errors: FormErrors, path: Path) -> None
         errors.too_long([*path, "components"], MODAL_ITEMS)
 
 
-def check_command(command: Mapping[str, Any], errors: FormErrors, path: Path) -> None:
-    """One command of a bulk overwrite; options nest for subcommands and groups."""
-    slash = command.get("type", CHAT_INPUT) == CHAT_INPUT
-    _check_named(command, errors, path, slash=slash)
-    _check_options(command.get("options") or [], errors, [*path, "options"])
+def check_commands(commands: Sequence[Mapping[str, Any]], errors: FormErrors) -> None:
+    """A bulk overwrite: each command, and how many of each type one scope may hold."""
+    for kind, limit in COMMANDS_PER_TYPE.items():
+        if sum(1 for c in commands if c.get("type", CHAT_INPUT) == kind) > limit:
+            errors.too_long([], limit)
+    for index, command in enumerate(commands):
+        _check_command(command, errors, [index])
 
 
-def _check_named(item: Mapping[str, Any], errors: FormErrors, path: Path, *, slash: bool) -> None:
-    name = str(item.get("name", ""))
-    if not COMMAND_NAME.match(name) or (slash and name != name.lower()):
+def _check_command(command: Mapping[str, Any], errors: FormErrors, path: Path) -> None:
+    kind = command.get("type", CHAT_INPUT)
+    if kind not in COMMANDS_PER_TYPE:
+        errors.add([*path, "type"], "BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3}.")
+    elif kind == CHAT_INPUT:
+        _check_named(command, errors, path)
+        _check_options(command.get("options") or [], errors, [*path, "options"])
+    else:
+        _check_context_menu(command, errors, path)
+
+
+def _check_context_menu(command: Mapping[str, Any], errors: FormErrors, path: Path) -> None:
+    """User and message commands: a display name (spaces and capitals allowed), nothing else."""
+    name = str(command.get("name", ""))
+    if not name.strip() or len(name) > CONTEXT_MENU_NAME or name != name.strip():
         errors.add([*path, "name"], "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
-    if not slash:
-        return
+    if command.get("description"):
+        errors.add(
+            [*path, "description"],
+            "APPLICATION_COMMAND_CONTEXT_MENU_DESCRIPTION",
+            "Context menu commands cannot have a description",
+        )
+    if command.get("options"):
+        errors.add(
+            [*path, "options"],
+            "APPLICATION_COMMAND_CONTEXT_MENU_OPTIONS",
+            "Context menu commands cannot have options",
+        )
+
+
+def _check_named(item: Mapping[str, Any], errors: FormErrors, path: Path) -> None:
+    """A slash command or option: a lowercase name of word characters, and a description."""
+    name = str(item.get("name", ""))
+    if not COMMAND_NAME.match(name) or name != name.lower():
+        errors.add([*path, "name"], "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
     description = str(item.get("description", ""))
     if not description:
         errors.too_short([*path, "description"], 1)
@@ -198,6 +234,6 @@ def _check_options(options: Sequence[Mapping[str, Any]], errors: FormErrors, pat
         errors.too_long(path, OPTIONS)
     for index, option in enumerate(options):
         where = [*path, index]
-        _check_named(option, errors, where, slash=True)
+        _check_named(option, errors, where)
         check_choices(option.get("choices") or [], errors, [*where, "choices"])
         _check_options(option.get("options") or [], errors, [*where, "options"])

@@ -1,7 +1,8 @@
 """Stored messages and attachments, as the test sees them and as Discord sends them.
 
 Tests read these objects directly (content, embeds, files' bytes, flags, what
-was pinged); the bot gets them through ``payload()``.
+was pinged); the bot gets them through ``payload()``, with the content fields
+emptied where Discord withholds them from an app without the Message Content intent.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.fakediscord.mentions import Pings
-from tests.fakediscord.models import User
+from tests.fakediscord.models import Thread, User
 
 SUPPRESS_EMBEDS = 1 << 2
+HAS_THREAD = 1 << 5
 EPHEMERAL = 1 << 6
 LOADING = 1 << 7
 SUPPRESS_NOTIFICATIONS = 1 << 12
@@ -87,6 +89,8 @@ class Message:
     edited_timestamp: str | None = None
     edits: int = 0
     deleted: bool = False
+    #: the thread started from this message
+    thread: Thread | None = None
 
     @property
     def ephemeral(self) -> bool:
@@ -97,25 +101,40 @@ class Message:
         """True while this is a deferred "Bot is thinking..." placeholder."""
         return bool(self.flags & LOADING)
 
-    def payload(self) -> dict[str, Any]:
+    def withheld_from(self, reader: int | None) -> bool:
+        """Whether Discord empties this message's content for app ``reader`` (None: an app with
+        the Message Content intent). Its own messages, DMs and messages that ping it are exempt.
+        """
+        return (
+            reader is not None
+            and self.guild_id is not None
+            and self.author.id != reader
+            and reader not in self.pings.users
+        )
+
+    def payload(self, reader: int | None = None) -> dict[str, Any]:
+        """The message as app ``reader`` receives it (see ``withheld_from``)."""
+        withheld = self.withheld_from(reader)
         payload: dict[str, Any] = {
             "id": str(self.id),
             "channel_id": str(self.channel_id),
             "type": self.kind,
             "author": self.author.payload(),
-            "content": self.content,
+            "content": "" if withheld else self.content,
             "timestamp": self.timestamp,
             "edited_timestamp": self.edited_timestamp,
             "tts": self.tts,
             "mention_everyone": self.pings.everyone,
             "mentions": [u.payload() for u in self.mentions],
             "mention_roles": [str(r) for r in sorted(self.pings.roles)],
-            "attachments": [a.payload() for a in self.attachments],
-            "embeds": self.embeds,
-            "components": self.components,
+            "attachments": [] if withheld else [a.payload() for a in self.attachments],
+            "embeds": [] if withheld else self.embeds,
+            "components": [] if withheld else self.components,
             "pinned": False,
             "flags": self.flags,
         }
+        if self.thread is not None:
+            payload["thread"] = self.thread.payload()
         if self.guild_id is not None:
             payload["guild_id"] = str(self.guild_id)
         if self.reference is not None:

@@ -7,6 +7,7 @@ Discord's responses and records each request, so every route behaves alike.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from urllib.parse import unquote
 
 from aiohttp import web
 
@@ -54,6 +55,8 @@ async def discord_middleware(request: web.Request, handler: Handler) -> web.Stre
             status=response.status,
             at=ctx.clock.now(),
             payload=request.get(PAYLOAD),
+            params=dict(request.match_info),
+            reason=_audit_reason(request),
         )
     )
     ctx.changes.bump()
@@ -90,6 +93,11 @@ async def _answer(
     if bucket is not None:
         response.headers.update(bucket.headers())
     return response
+
+
+def _audit_reason(request: web.Request) -> str | None:
+    raw = request.headers.get("X-Audit-Log-Reason")
+    return None if raw is None else unquote(raw)
 
 
 def _fault_response(fault: Fault) -> web.Response:

@@ -9,10 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakediscord.permissions import Overwrite
+from tests.fakediscord.permissions import Overwrite, Permission
 
 TEXT_CHANNEL = 0
 DM_CHANNEL = 1
+PUBLIC_THREAD = 11
+#: the minutes after which Discord may archive an idle thread
+ARCHIVE_DURATIONS = (60, 1440, 4320, 10080)
 
 MIB = 1024 * 1024
 #: per-file upload limit by server boost tier
@@ -53,9 +56,29 @@ class Role:
     permissions: int
     position: int = 0
     mentionable: bool = False
+    #: who manages the role, as Discord's ``tags`` say (``{"bot_id": ...}``, ``{"integration_id":
+    #: ...}``, ``{"premium_subscriber": None}``); None for a role people hand out
+    tags: dict[str, str | None] | None = None
+
+    @property
+    def managed(self) -> bool:
+        """Integration, bot and booster roles: nobody can give or take them by hand."""
+        return self.tags is not None
+
+    @property
+    def is_everyone(self) -> bool:
+        return self.id == self.guild_id
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        """Hierarchy order, as Discord and discord.py compare roles: @everyone lowest, then by
+        position, and on a tie the older role (smaller id) ranks higher."""
+        if self.is_everyone:
+            return (-1, 0)
+        return (self.position, -self.id)
 
     def payload(self) -> dict[str, Any]:
-        return {
+        payload: dict[str, Any] = {
             "id": str(self.id),
             "name": self.name,
             "permissions": str(self.permissions),
@@ -65,10 +88,13 @@ class Role:
             "hoist": False,
             "icon": None,
             "unicode_emoji": None,
-            "managed": False,
+            "managed": self.managed,
             "mentionable": self.mentionable,
             "flags": 0,
         }
+        if self.tags is not None:
+            payload["tags"] = dict(self.tags)
+        return payload
 
 
 @dataclass
@@ -83,6 +109,11 @@ class Channel:
     #: the other side of a DM channel
     recipient: User | None = None
     last_message_id: int | None = None
+
+    @property
+    def send_permission(self) -> Permission:
+        """What posting here needs (threads have a permission of their own)."""
+        return Permission.SEND_MESSAGES
 
     def payload(self) -> dict[str, Any]:
         if self.kind == DM_CHANNEL:
@@ -106,7 +137,58 @@ class Channel:
             "rate_limit_per_user": 0,
             "last_message_id": _maybe_str(self.last_message_id),
             "permission_overwrites": [o.payload() for o in self.overwrites.values()],
+            "default_auto_archive_duration": ARCHIVE_DURATIONS[1],
             "flags": 0,
+        }
+
+
+@dataclass
+class Thread(Channel):
+    """A public thread started from a message; its id is that message's id.
+
+    It has no overwrites of its own: permissions come from ``parent_id``'s channel.
+    """
+
+    kind: int = PUBLIC_THREAD
+    parent_id: int = 0
+    owner_id: int = 0
+    auto_archive_duration: int = ARCHIVE_DURATIONS[1]
+    created_at: str = ""
+    #: messages in the thread (not counting the starter message, which lives in the parent)
+    message_count: int = 0
+    total_message_sent: int = 0
+    member_ids: set[int] = field(default_factory=set)
+
+    @property
+    def starter_message_id(self) -> int:
+        return self.id
+
+    @property
+    def send_permission(self) -> Permission:
+        return Permission.SEND_MESSAGES_IN_THREADS
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "type": self.kind,
+            "guild_id": str(self.guild_id),
+            "parent_id": str(self.parent_id),
+            "owner_id": str(self.owner_id),
+            "name": self.name,
+            "last_message_id": _maybe_str(self.last_message_id),
+            "rate_limit_per_user": 0,
+            "message_count": self.message_count,
+            "member_count": len(self.member_ids),
+            "total_message_sent": self.total_message_sent,
+            "flags": 0,
+            "applied_tags": [],
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": self.auto_archive_duration,
+                "archive_timestamp": self.created_at,
+                "locked": False,
+                "create_timestamp": self.created_at,
+            },
         }
 
 
@@ -145,6 +227,7 @@ class Guild:
     owner_id: int
     roles: dict[int, Role] = field(default_factory=dict)
     channels: dict[int, Channel] = field(default_factory=dict)
+    threads: dict[int, Thread] = field(default_factory=dict)
     members: dict[int, Member] = field(default_factory=dict)
     locale: str = "en-US"
     premium_tier: int = 0
@@ -156,6 +239,11 @@ class Guild:
     @property
     def upload_limit(self) -> int:
         return UPLOAD_LIMITS[self.premium_tier]
+
+    @property
+    def bot_role(self) -> Role:
+        """The role Discord made for the bot when it joined (managed, tagged with its id)."""
+        return next(r for r in self.roles.values() if r.tags and "bot_id" in r.tags)
 
     def create_payload(self, joined_at: str, *, all_members: bool, bot_id: int) -> dict[str, Any]:
         """GUILD_CREATE: the whole guild; all members only with the GUILD_MEMBERS intent."""
@@ -192,7 +280,7 @@ class Guild:
             "roles": [r.payload() for r in self.roles.values()],
             "channels": [c.payload() for c in self.channels.values()],
             "members": [m.payload() for m in members],
-            "threads": [],
+            "threads": [t.payload() for t in self.threads.values()],
             "presences": [],
             "voice_states": [],
             "emojis": [],

@@ -27,6 +27,10 @@ class Permission(IntFlag):
     USE_EXTERNAL_EMOJIS = 1 << 18
     MANAGE_ROLES = 1 << 28
     USE_APPLICATION_COMMANDS = 1 << 31
+    MANAGE_THREADS = 1 << 34
+    CREATE_PUBLIC_THREADS = 1 << 35
+    CREATE_PRIVATE_THREADS = 1 << 36
+    SEND_MESSAGES_IN_THREADS = 1 << 38
 
 
 #: every permission Discord defines today (bits 0..50)
@@ -42,6 +46,9 @@ EVERYONE_DEFAULT = int(
     | Permission.ADD_REACTIONS
     | Permission.USE_EXTERNAL_EMOJIS
     | Permission.USE_APPLICATION_COMMANDS
+    | Permission.CREATE_PUBLIC_THREADS
+    | Permission.CREATE_PRIVATE_THREADS
+    | Permission.SEND_MESSAGES_IN_THREADS
 )
 
 #: what a bot may do in its own DM channels

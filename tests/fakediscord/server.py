@@ -4,6 +4,8 @@ Tests build a world (servers, channels, users), start the fake, point
 discord.py at it (see ``launch.py``), then act as users (``invoke_slash``,
 ``click_button``...) and assert on what the bot did (messages, responses,
 requests). Faults (429/5xx, gateway drops) and the clock are theirs to steer.
+Mid-test changes a bot would hear of (role edits, its own roles) go through the
+``async`` methods, which announce them on the gateway as Discord does.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from aiohttp import web
 
+from tests.fakediscord.authoring import post_as
 from tests.fakediscord.cdn import ROOT as CDN_ROOT
 from tests.fakediscord.cdn import Cdn
 from tests.fakediscord.changes import Changes
@@ -30,12 +33,20 @@ from tests.fakediscord.handle import InteractionHandle
 from tests.fakediscord.ids import Snowflakes, new_token
 from tests.fakediscord.interactions import InteractionRecord, InteractionRegistry
 from tests.fakediscord.invocations import Draft, Invoker, Ref, Upload, ref_id
-from tests.fakediscord.journal import Journal, RequestRecord
+from tests.fakediscord.journal import Journal, RequestRecord, RoleWrite
 from tests.fakediscord.messages import Message
 from tests.fakediscord.middleware import API_PREFIX, discord_middleware
-from tests.fakediscord.models import Channel, Guild, Member, Role, User
+from tests.fakediscord.models import Channel, Guild, Member, Role, Thread, User
 from tests.fakediscord.permissions import EVERYONE_DEFAULT
-from tests.fakediscord.ratelimits import DEFAULT_POLICY, RateLimitPolicy, RateLimits
+from tests.fakediscord.ratelimits import (
+    DEFAULT_POLICY,
+    MEMBER_ROLE,
+    ROLE_WRITE_POLICY,
+    ROLE_WRITES,
+    RateLimitPolicy,
+    RateLimits,
+)
+from tests.fakediscord.role_changes import edit_role, set_member_role
 from tests.fakediscord.routes import add_routes
 from tests.fakediscord.world import World
 
@@ -64,6 +75,7 @@ class FakeDiscord:
         app_name: str = "brrrbot",
         heartbeat_interval: float = 1.0,
         rate_limit: RateLimitPolicy = DEFAULT_POLICY,
+        role_write_limit: RateLimitPolicy = ROLE_WRITE_POLICY,
         privileged_intents: int = PRIVILEGED,
         attachment_url_ttl: float = 24 * 3600.0,
         clock: FakeClock | None = None,
@@ -97,7 +109,7 @@ class FakeDiscord:
             cdn=cdn,
             faults=FaultPlan(),
             journal=Journal(),
-            ratelimits=RateLimits(rate_limit),
+            ratelimits=RateLimits(rate_limit, {ROLE_WRITES: role_write_limit}),
             crashes=crashes,
         )
         self._invoker = Invoker(self.world, ids, commands, cdn)
@@ -120,6 +132,15 @@ class FakeDiscord:
     @property
     def application_id(self) -> int:
         return self.world.application.id
+
+    @property
+    def role_write_limit(self) -> RateLimitPolicy:
+        """The per-guild bucket that adding and removing members' roles share."""
+        return self._ctx.ratelimits.shared[ROLE_WRITES]
+
+    @role_write_limit.setter
+    def role_write_limit(self, policy: RateLimitPolicy) -> None:
+        self._ctx.ratelimits.shared[ROLE_WRITES] = policy
 
     # lifecycle
 
@@ -189,9 +210,32 @@ class FakeDiscord:
         )
 
     def add_role(
-        self, guild: Guild, name: str, *, permissions: int = 0, mentionable: bool = False
+        self,
+        guild: Guild,
+        name: str,
+        *,
+        permissions: int = 0,
+        position: int | None = None,
+        managed: bool = False,
+        mentionable: bool = False,
     ) -> Role:
-        return self.world.add_role(guild, name, permissions=permissions, mentionable=mentionable)
+        """A role at ``position`` (default: above all others; ties are broken by id, the older
+        role ranking higher); ``managed``: an integration's role, which nobody can assign.
+
+        The bot's own role (``bot_role``) is managed and sits at position 1.
+        """
+        return self.world.add_role(
+            guild,
+            name,
+            permissions=permissions,
+            position=position,
+            managed=managed,
+            mentionable=mentionable,
+        )
+
+    def bot_role(self, guild: Guild) -> Role:
+        """The managed role Discord gave the bot when it joined (``add_guild``'s permissions)."""
+        return guild.bot_role
 
     def add_member(
         self, guild: Guild, user: User, *, roles: Iterable[Role] = (), nick: str | None = None
@@ -209,6 +253,33 @@ class FakeDiscord:
     def deny_bot(self, channel: Channel, permissions: int) -> None:
         """Take permissions from the bot in one channel (e.g. SEND_MESSAGES: sends get 50013)."""
         self.world.set_overwrite(channel, self.world.bot, deny=permissions)
+
+    # roles at any time (announced to a connected bot as Discord would)
+
+    async def grant_role(self, guild: Guild, user: Ref, role: Role) -> None:
+        """An admin gives ``user`` the role (``fake.bot`` too: how the bot gets Manage Roles)."""
+        member = self.world.member(guild, ref_id(user))
+        await set_member_role(self.gateway, guild, member, role, held=True)
+
+    async def revoke_role(self, guild: Guild, user: Ref, role: Role) -> None:
+        member = self.world.member(guild, ref_id(user))
+        await set_member_role(self.gateway, guild, member, role, held=False)
+
+    async def update_role(
+        self, role: Role, *, position: int | None = None, permissions: int | None = None
+    ) -> None:
+        """An admin drags ``role`` to ``position`` (exactly; no renumbering) and/or changes
+        its permissions; the bot gets GUILD_ROLE_UPDATE."""
+        await edit_role(self.gateway, role, position=position, permissions=permissions)
+
+    def member_roles(self, guild: Guild, user: Ref) -> set[int]:
+        """The ids of the member's roles now (without @everyone)."""
+        return set(self.world.member(guild, ref_id(user)).role_ids)
+
+    def role_writes(self, guild: Ref | None = None) -> list[RoleWrite]:
+        """Every role add/remove the bot requested (in ``guild``), with Discord's status."""
+        writes = self._ctx.journal.role_writes(MEMBER_ROLE)
+        return [w for w in writes if guild is None or w.guild_id == ref_id(guild)]
 
     def set_command_permission(
         self, guild: Guild, name: str, target: Role | User | Guild, *, allow: bool
@@ -242,7 +313,7 @@ class FakeDiscord:
         )
         self._ctx.interactions.add(record)
         await self.gateway.publish("INTERACTION_CREATE", payload)
-        return InteractionHandle(record, self.world, self._ctx.changes)
+        return InteractionHandle(record, self.world, self._ctx.changes, self.clock)
 
     async def invoke_slash(
         self,
@@ -281,6 +352,30 @@ class FakeDiscord:
         draft = self._invoker.command(where, name, filled, (), focused=focused)
         handle = await self.send_interaction(draft)
         return await handle.choices(timeout)
+
+    async def invoke_message_command(
+        self, guild: Ref | None, channel: Ref | None, user: Ref, name: str, *, target: Message
+    ) -> InteractionHandle:
+        """``user`` picks Apps > ``name`` on ``target`` (a message in ``channel``)."""
+        where = self._invoker.locate(guild, channel, user)
+        return await self.send_interaction(self._invoker.message_command(where, name, target))
+
+    async def post_as(
+        self,
+        user: Ref,
+        channel: Ref | None,
+        content: str = "",
+        *,
+        attachments: Sequence[Upload] = (),
+    ) -> Message:
+        """``user`` writes in ``channel`` (a guild channel or thread; None: their DM with the
+        bot), with ``(filename, bytes)`` files served by the fake CDN."""
+        if channel is None:
+            where = self._invoker.locate(None, None, user)
+        else:
+            room = self.world.channel(ref_id(channel))
+            where = self._invoker.locate(room.guild_id, room, user)
+        return await post_as(self.world, self._ctx.composer, where, content, attachments)
 
     async def submit_modal(
         self, handle: InteractionHandle, values: Mapping[str, str | Sequence[str]]
@@ -340,6 +435,14 @@ class FakeDiscord:
             f"a matching DM to user {ref_id(user)}",
         )
 
+    def threads_of(self, channel: Ref) -> list[Thread]:
+        """Threads started in ``channel``, oldest first (``messages_in(thread)``: their posts)."""
+        room = self.world.channel(ref_id(channel))
+        if room.guild_id is None:
+            return []
+        threads = self.world.guilds[room.guild_id].threads.values()
+        return sorted((t for t in threads if t.parent_id == room.id), key=lambda t: t.id)
+
     def commands(self, guild: Ref | None = None) -> list[RegisteredCommand]:
         """Commands registered globally (no guild) or for one guild."""
         return self._ctx.commands.listed(None if guild is None else ref_id(guild))
@@ -385,6 +488,10 @@ class FakeDiscord:
             return session
 
         return await self._ctx.changes.until(check, timeout, "a bot to connect to the gateway")
+
+    def dispatched(self, event: str) -> list[dict[str, Any]]:
+        """The data of each ``event`` sent to the bot's current session, oldest first."""
+        return self.gateway.dispatched(event)
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
         """Send any gateway event to the bot's session."""

@@ -14,13 +14,23 @@ from tests.fakediscord import errors
 from tests.fakediscord.clock import FakeClock
 from tests.fakediscord.ids import Snowflakes
 from tests.fakediscord.messages import Attachment, Message
-from tests.fakediscord.models import DM_CHANNEL, Application, Channel, Guild, Member, Role, User
+from tests.fakediscord.models import (
+    DM_CHANNEL,
+    Application,
+    Channel,
+    Guild,
+    Member,
+    Role,
+    Thread,
+    User,
+)
 from tests.fakediscord.permissions import (
     DM_DEFAULT,
     EVERYONE_DEFAULT,
     MEMBER_OVERWRITE,
     ROLE_OVERWRITE,
     Overwrite,
+    Permission,
     apply_overwrites,
     base_permissions,
 )
@@ -66,27 +76,46 @@ class World:
         bot_permissions: int = EVERYONE_DEFAULT,
         premium_tier: int = 0,
     ) -> Guild:
-        """A server the bot is in; the bot gets a role of its own with ``bot_permissions``."""
+        """A server the bot is in; the bot gets a role of its own with ``bot_permissions``.
+
+        Like the role Discord makes when a bot joins, it is managed (tagged with the bot's id)
+        and sits at the bottom (position 1): the bot can assign no role until it is moved up.
+        """
         guild_id = self._ids.next()
         owner = owner or self.add_user(f"{name}-owner")
         guild = Guild(id=guild_id, name=name, owner_id=owner.id, premium_tier=premium_tier)
         guild.roles[guild_id] = Role(guild_id, guild_id, "@everyone", everyone_permissions)
         self.guilds[guild_id] = guild
         bot_role = self.add_role(guild, self.bot.username, permissions=bot_permissions)
+        bot_role.tags = {"bot_id": str(self.bot.id)}
         self.add_member(guild, owner)
         self.add_member(guild, self.bot, roles=[bot_role])
         return guild
 
     def add_role(
-        self, guild: Guild, name: str, *, permissions: int = 0, mentionable: bool = False
+        self,
+        guild: Guild,
+        name: str,
+        *,
+        permissions: int = 0,
+        position: int | None = None,
+        managed: bool = False,
+        mentionable: bool = False,
     ) -> Role:
+        """A role at ``position`` (default: above every other); ``managed`` makes it an
+        integration's role, which nobody can assign."""
+        if position is None:
+            position = max(r.position for r in guild.roles.values()) + 1
+        elif position < 1:
+            raise ValueError("position 0 is @everyone's; roles start at 1")
         role = Role(
             id=self._ids.next(),
             guild_id=guild.id,
             name=name,
             permissions=permissions,
-            position=len(guild.roles),
+            position=position,
             mentionable=mentionable,
+            tags={"integration_id": str(self._ids.next())} if managed else None,
         )
         guild.roles[role.id] = role
         return role
@@ -122,6 +151,28 @@ class World:
         kind = ROLE_OVERWRITE if isinstance(target, Role) else MEMBER_OVERWRITE
         channel.overwrites[target.id] = Overwrite(target.id, kind, allow=allow, deny=deny)
 
+    def start_thread(
+        self, channel: Channel, message: Message, owner: User, *, name: str, archive_after: int
+    ) -> Thread:
+        """A public thread from ``message``, sharing its id; 160004 if it already has one."""
+        if message.thread is not None:
+            raise errors.thread_exists()
+        assert channel.guild_id is not None
+        thread = Thread(
+            id=message.id,
+            name=name,
+            guild_id=channel.guild_id,
+            parent_id=channel.id,
+            owner_id=owner.id,
+            auto_archive_duration=archive_after,
+            created_at=self._clock.iso(),
+            member_ids={owner.id},
+        )
+        self.guilds[channel.guild_id].threads[thread.id] = thread
+        self.channels[thread.id] = thread
+        message.thread = thread
+        return thread
+
     def dm_channel(self, user: User) -> Channel:
         """The bot's DM channel with ``user``, opened on first use like Discord does."""
         existing = self.existing_dm(user)
@@ -150,6 +201,9 @@ class World:
     def member(self, guild: Guild, user_id: int | str) -> Member:
         return _get(guild.members, user_id, "Member")
 
+    def role(self, guild: Guild, role_id: int | str) -> Role:
+        return _get(guild.roles, role_id, "Role")
+
     def message(self, channel: Channel, message_id: int | str) -> Message:
         message = _get(self.messages, message_id, "Message")
         if message.channel_id != channel.id or message.deleted:
@@ -165,6 +219,8 @@ class World:
         """``user``'s permissions in ``channel``, overwrites included."""
         if channel.guild_id is None:
             return DM_DEFAULT
+        if isinstance(channel, Thread):
+            channel = self.channels[channel.parent_id]
         guild = self.guilds[channel.guild_id]
         member = guild.members.get(user.id)
         if member is None:
@@ -183,6 +239,21 @@ class World:
             everyone=guild.everyone.permissions,
             role_permissions=(guild.roles[r].permissions for r in member.role_ids),
         )
+
+    def top_role(self, guild: Guild, member: Member) -> Role:
+        """The member's highest role (``guild.me.top_role`` in discord.py)."""
+        held = [guild.everyone, *(guild.roles[r] for r in member.role_ids)]
+        return max(held, key=lambda r: r.rank)
+
+    def may_assign(self, guild: Guild, role: Role) -> bool:
+        """Discord's check for the bot giving or taking ``role``: Manage Roles, a role people
+        hand out (not @everyone, not managed), strictly below the bot's highest role."""
+        me = guild.members[self.bot.id]
+        if not self.guild_permissions(guild, me) & Permission.MANAGE_ROLES:
+            return False
+        if role.is_everyone or role.managed:
+            return False
+        return self.bot.id == guild.owner_id or self.top_role(guild, me).rank > role.rank
 
 
 def _get(table: dict[int, T], key: int | str, what: str) -> T:

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from tests.fakediscord.routes import cdn, channels, commands, identity, interactions
+from tests.fakediscord.routes import (
+    cdn,
+    channels,
+    commands,
+    identity,
+    interactions,
+    members,
+    threads,
+)
 
 
 def add_routes(app: web.Application) -> None:
-    for module in (identity, channels, commands, interactions, cdn):
+    for module in (identity, channels, threads, members, commands, interactions, cdn):
         app.add_routes(module.routes)

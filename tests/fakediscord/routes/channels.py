@@ -1,8 +1,9 @@
 """Channels and their messages, typing, and opening DMs.
 
 Sending checks what Discord checks: the bot must see the channel (50001) and
-may send (and attach files) there (50013); a DM fails with 50007 when the user
-does not accept DMs from the bot.
+may send (and attach files) there (50013; in a thread, Send Messages in Threads);
+a DM fails with 50007 when the user does not accept DMs from the bot. Reads
+withhold others' message content when the app lacks the Message Content intent.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from aiohttp import web
 
 from tests.fakediscord import errors
 from tests.fakediscord.bodies import read_body, read_json
-from tests.fakediscord.context import Context, context_of
+from tests.fakediscord.context import context_of
 from tests.fakediscord.middleware import API_PREFIX
-from tests.fakediscord.models import Channel
 from tests.fakediscord.permissions import Permission
 from tests.fakediscord.responses import json_response, no_content
+from tests.fakediscord.routes.access import require, visible_channel
 
 routes = web.RouteTableDef()
 CHANNEL = API_PREFIX + "/channels/{channel_id}"
@@ -25,7 +26,7 @@ MESSAGE = CHANNEL + "/messages/{message_id}"
 @routes.get(CHANNEL)
 async def get_channel(request: web.Request) -> web.Response:
     ctx = context_of(request)
-    channel = _visible_channel(ctx, request)
+    channel = visible_channel(ctx, request)
     return json_response(channel.payload())
 
 
@@ -33,8 +34,8 @@ async def get_channel(request: web.Request) -> web.Response:
 async def list_messages(request: web.Request) -> web.Response:
     """Newest first, like Discord; ``before``/``after``/``limit`` page through."""
     ctx = context_of(request)
-    channel = _visible_channel(ctx, request)
-    _require(ctx, channel, Permission.READ_MESSAGE_HISTORY)
+    channel = visible_channel(ctx, request)
+    require(ctx, channel, Permission.READ_MESSAGE_HISTORY)
     before = _number(request, "before", 1 << 63)
     after = _number(request, "after", 0)
     limit = min(_number(request, "limit", 50), 100)
@@ -44,19 +45,20 @@ async def list_messages(request: web.Request) -> web.Response:
         if after < m.id < before and not m.ephemeral
     ]
     found.sort(key=lambda m: m.id, reverse=True)
-    return json_response([m.payload() for m in found[:limit]])
+    reader = ctx.gateway.rest_reader
+    return json_response([m.payload(reader) for m in found[:limit]])
 
 
 @routes.post(CHANNEL + "/messages")
 async def create_message(request: web.Request) -> web.Response:
     ctx = context_of(request)
-    channel = _visible_channel(ctx, request)
+    channel = visible_channel(ctx, request)
     body = await read_body(request)
     if channel.recipient is not None and not channel.recipient.dms_open:
         raise errors.cannot_dm()
-    _require(ctx, channel, Permission.SEND_MESSAGES)
+    require(ctx, channel, channel.send_permission)
     if body.uploads:
-        _require(ctx, channel, Permission.ATTACH_FILES)
+        require(ctx, channel, Permission.ATTACH_FILES)
     message = await ctx.composer.create(channel, ctx.world.bot, body)
     return json_response(message.payload())
 
@@ -64,16 +66,16 @@ async def create_message(request: web.Request) -> web.Response:
 @routes.get(MESSAGE)
 async def get_message(request: web.Request) -> web.Response:
     ctx = context_of(request)
-    channel = _visible_channel(ctx, request)
-    _require(ctx, channel, Permission.READ_MESSAGE_HISTORY)
+    channel = visible_channel(ctx, request)
+    require(ctx, channel, Permission.READ_MESSAGE_HISTORY)
     message = ctx.world.message(channel, request.match_info["message_id"])
-    return json_response(message.payload())
+    return json_response(message.payload(ctx.gateway.rest_reader))
 
 
 @routes.patch(MESSAGE)
 async def edit_message(request: web.Request) -> web.Response:
     ctx = context_of(request)
-    channel = _visible_channel(ctx, request)
+    channel = visible_channel(ctx, request)
     message = ctx.world.message(channel, request.match_info["message_id"])
     body = await read_body(request)
     if message.author.id != ctx.world.bot.id:
@@ -85,10 +87,10 @@ async def edit_message(request: web.Request) -> web.Response:
 @routes.delete(MESSAGE)
 async def delete_message(request: web.Request) -> web.Response:
     ctx = context_of(request)
-    channel = _visible_channel(ctx, request)
+    channel = visible_channel(ctx, request)
     message = ctx.world.message(channel, request.match_info["message_id"])
     if message.author.id != ctx.world.bot.id:
-        _require(ctx, channel, Permission.MANAGE_MESSAGES)
+        require(ctx, channel, Permission.MANAGE_MESSAGES)
     await ctx.composer.delete(message)
     return no_content()
 
@@ -96,7 +98,8 @@ async def delete_message(request: web.Request) -> web.Response:
 @routes.post(CHANNEL + "/typing")
 async def trigger_typing(request: web.Request) -> web.Response:
     ctx = context_of(request)
-    _require(ctx, _visible_channel(ctx, request), Permission.SEND_MESSAGES)
+    channel = visible_channel(ctx, request)
+    require(ctx, channel, channel.send_permission)
     return no_content()
 
 
@@ -108,18 +111,6 @@ async def open_dm(request: web.Request) -> web.Response:
         raise errors.invalid_form(["recipient_id"], "BASE_TYPE_REQUIRED", "This field is required")
     user = ctx.world.user(payload["recipient_id"])
     return json_response(ctx.world.dm_channel(user).payload())
-
-
-def _visible_channel(ctx: Context, request: web.Request) -> Channel:
-    channel = ctx.world.channel(request.match_info["channel_id"])
-    if not ctx.world.permissions_in(channel, ctx.world.bot) & Permission.VIEW_CHANNEL:
-        raise errors.missing_access()
-    return channel
-
-
-def _require(ctx: Context, channel: Channel, permission: Permission) -> None:
-    if not ctx.world.permissions_in(channel, ctx.world.bot) & permission:
-        raise errors.missing_permissions()
 
 
 def _number(request: web.Request, name: str, default: int) -> int:

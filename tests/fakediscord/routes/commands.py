@@ -8,14 +8,13 @@ from tests.fakediscord import errors
 from tests.fakediscord.bodies import read_json
 from tests.fakediscord.context import Context, context_of
 from tests.fakediscord.errors import FormErrors
-from tests.fakediscord.limits import check_command
+from tests.fakediscord.limits import check_commands
 from tests.fakediscord.middleware import API_PREFIX
 from tests.fakediscord.responses import json_response
 
 routes = web.RouteTableDef()
 GLOBAL = API_PREFIX + "/applications/{application_id}/commands"
 GUILD = API_PREFIX + "/applications/{application_id}/guilds/{guild_id}/commands"
-MAX_COMMANDS = 100
 
 
 @routes.get(GLOBAL)
@@ -35,10 +34,7 @@ async def overwrite_commands(request: web.Request) -> web.Response:
     if not isinstance(commands, list):
         raise errors.invalid_json()
     form = FormErrors()
-    if len(commands) > MAX_COMMANDS:
-        form.too_long([], MAX_COMMANDS)
-    for index, command in enumerate(commands):
-        check_command(command, form, [index])
+    check_commands(commands, form)
     form.raise_if_any()
     registered = ctx.commands.overwrite(scope, commands)
     return json_response([c.payload() for c in registered])

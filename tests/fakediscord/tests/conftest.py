@@ -11,6 +11,7 @@ import discord
 import pytest
 
 from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, Role, User
+from tests.fakediscord.gateway import Session
 from tests.fakediscord.launch import overrides
 from tests.fakediscord.tests.sample_bot import SampleBot
 
@@ -48,18 +49,32 @@ async def scene() -> AsyncIterator[Scene]:
         yield Scene(fake, guild, general, quiet, mods, alice, bob, carol)
 
 
-@pytest.fixture
-async def bot(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SampleBot]:
-    """The sample bot, logged in, commands synced, gateway connected (``on_ready`` may lag)."""
-    assert scene.fake.urls is not None
-    for owner, attribute, value in overrides(scene.fake.urls.api, scene.fake.urls.gateway):
+def redirect(fake: FakeDiscord, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point this process's discord.py at ``fake``."""
+    assert fake.urls is not None
+    for owner, attribute, value in overrides(fake.urls.api, fake.urls.gateway):
         monkeypatch.setattr(owner, attribute, value)
-    client = SampleBot(scene.guild.id, ready_timeout=0.1)
-    task = asyncio.create_task(client.start(scene.fake.token))
+
+
+@contextlib.asynccontextmanager
+async def running_bot(
+    fake: FakeDiscord, guild: Guild, *, replacing: Session | None = None
+) -> AsyncIterator[SampleBot]:
+    """A sample bot in this process, gateway connected (``replacing``: after an earlier one)."""
+    client = SampleBot(guild.id, ready_timeout=0.1)
+    task = asyncio.create_task(client.start(fake.token))
     try:
-        await scene.fake.wait_until_connected()
+        await fake.wait_until_connected(replacing=replacing)
         yield client
     finally:
         await client.close()
         with contextlib.suppress(discord.ConnectionClosed):
             await task
+
+
+@pytest.fixture
+async def bot(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SampleBot]:
+    """The sample bot, logged in, commands synced, gateway connected (``on_ready`` may lag)."""
+    redirect(scene.fake, monkeypatch)
+    async with running_bot(scene.fake, scene.guild) as client:
+        yield client

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import signal
 import time
 from collections.abc import Sequence
@@ -43,6 +44,9 @@ class SampleBot(commands.Bot):
         the fake has none, and the wait would only slow the invalid-session test."""
 
     async def setup_hook(self) -> None:
+        # What makes buttons outlive the process that posted them.
+        self.add_view(PersistentView())
+        self.add_dynamic_items(CounterButton)
         guild = discord.Object(self.guild_id)
         await self.tree.sync()
         self.tree.copy_global_to(guild=guild)
@@ -77,6 +81,61 @@ class QuizView(discord.ui.View):
         await interaction.response.send_message(f"you chose {select.values[0]}", ephemeral=True)
 
 
+class PickView(discord.ui.View):
+    @discord.ui.select(
+        custom_id="pick:topic",
+        options=[discord.SelectOption(label=t, value=t) for t in TOPICS],
+        max_values=2,
+    )
+    async def pick(
+        self, interaction: discord.Interaction, select: discord.ui.Select[PickView]
+    ) -> None:
+        await interaction.response.edit_message(content=f"picked {', '.join(select.values)}")
+
+
+class PersistentView(discord.ui.View):
+    """``timeout=None`` and a fixed custom_id: registered at start, it answers any message."""
+
+    def __init__(self) -> None:
+        super().__init__(timeout=None)
+
+    @discord.ui.button(label="OK", custom_id="persist:ok")
+    async def ok(
+        self, interaction: discord.Interaction, button: discord.ui.Button[PersistentView]
+    ) -> None:
+        await interaction.response.send_message("still here", ephemeral=True)
+
+
+class CounterButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=r"count:(?P<n>\d+)"
+):
+    """State lives in the custom_id, so any process can answer a click."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(discord.ui.Button(label=str(n), custom_id=f"count:{n}"))
+        self.n = n
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction,
+        item: discord.ui.Button[discord.ui.View],
+        match: re.Match[str],
+    ) -> CounterButton:
+        return cls(int(match["n"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        await interaction.response.send_message(f"count {self.n + 1}", ephemeral=True)
+
+
+@app_commands.context_menu(name="Submit solution")
+async def submit_solution(interaction: discord.Interaction, message: discord.Message) -> None:
+    files = [f"{a.filename}={(await a.read()).decode()}" for a in message.attachments]
+    await interaction.response.send_message(
+        f"{message.author.name} wrote {message.content!r} with {files}", ephemeral=True
+    )
+
+
 admin = app_commands.Group(
     name="admin",
     description="server setup",
@@ -92,6 +151,7 @@ async def admin_setup(interaction: discord.Interaction, channel: discord.TextCha
 def register(bot: SampleBot) -> None:
     tree = bot.tree
     tree.add_command(admin)
+    tree.add_command(submit_solution)
 
     @tree.command(description="replies at once")
     async def ping(interaction: discord.Interaction) -> None:
@@ -139,6 +199,16 @@ def register(bot: SampleBot) -> None:
     @tree.command(description="posts a quiz question")
     async def quiz(interaction: discord.Interaction) -> None:
         await interaction.response.send_message("matmul cost?", view=QuizView())
+
+    @tree.command(description="offers topics in an ephemeral select")
+    async def pick(interaction: discord.Interaction) -> None:
+        await interaction.response.send_message("which topics?", view=PickView(), ephemeral=True)
+
+    @tree.command(description="posts buttons that survive a restart")
+    async def persist(interaction: discord.Interaction) -> None:
+        view = PersistentView()
+        view.add_item(CounterButton(41))
+        await interaction.response.send_message("persistent", view=view)
 
     @tree.command(description="sends a DM")
     async def dm(interaction: discord.Interaction, user: discord.User) -> None:
