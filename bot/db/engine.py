@@ -102,7 +102,7 @@ def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
-    """Make pysqlite transactional and safe for several processes.
+    """Make pysqlite transactional and safe for several processes, and deletions real.
 
     pysqlite's own transaction handling skips BEGIN before DDL, so a failed
     migration would leave half a schema; we turn it off and emit BEGIN
@@ -110,6 +110,9 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     writers wait for each other (busy_timeout) instead of deadlocking on a
     lock upgrade.  Sessions made with ``read_only=True`` begin DEFERRED: in
     WAL mode they read a snapshot without waiting for, or blocking, writers.
+    ``secure_delete`` zeroes what a DELETE or an UPDATE frees instead of leaving it in free
+    space: a member's deleted code must not stay readable in the file (``checkpoint_wal``
+    then clears the old page images from the WAL).
     """
 
     @event.listens_for(engine.sync_engine, "connect")
@@ -120,6 +123,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor.execute("PRAGMA foreign_keys = ON")
         # a REPLACE's implicit delete then fires the ledger's delete guard, as a DELETE does
         cursor.execute("PRAGMA recursive_triggers = ON")
+        cursor.execute("PRAGMA secure_delete = ON")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.close()
@@ -134,3 +138,21 @@ def make_sessionmaker(engine: AsyncEngine, *, read_only: bool = False) -> async_
     """Sessions for writing (the default) or for reading only (no write lock on SQLite)."""
     bind = engine.execution_options(**{READ_ONLY_OPTION: True}) if read_only else engine
     return async_sessionmaker(bind, expire_on_commit=False)
+
+
+async def checkpoint_wal(engine: AsyncEngine) -> bool | None:
+    """Copy SQLite's write-ahead log into the database file and truncate it to zero bytes.
+
+    The log keeps the page images of every recent transaction, deleted rows included, until a
+    checkpoint overwrites them.  True when the log is now empty; False when a reader still held
+    an older snapshot after the busy timeout (the old pages then stay in the log until SQLite
+    writes over them); None on other backends.  Runs on the driver connection outside any
+    transaction: our BEGIN would hold the very snapshot the checkpoint waits for.
+    """
+    if engine.dialect.name != "sqlite":
+        return None
+    async with engine.connect() as connection:
+        driver: Any = (await connection.get_raw_connection()).driver_connection
+        async with driver.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cursor:
+            busy, _, _ = await cursor.fetchone()
+    return busy == 0

@@ -25,7 +25,7 @@ from datetime import date, datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import select
+from sqlalchemy import select, true
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from bot.db import migrate
@@ -83,6 +83,7 @@ async def verify(
         return [
             *await check_totals(session),
             *await check_buckets(session),
+            *await check_listed(session),
             *await check_paid_once(session),
             *await check_leases(session, lease_s=lease_s, now=now),
         ]
@@ -136,12 +137,12 @@ async def _ledger_sums(session: AsyncSession, guild_id: int, tz: ZoneInfo) -> di
 
 
 async def check_buckets(session: AsyncSession) -> list[Problem]:
-    """``member_xp_counts`` against the totals it counts (buckets above 0 XP only)."""
+    """``member_xp_counts`` against the totals it counts (listed members above 0 XP only)."""
     expected = Counter(
         tuple(row)
         for row in await session.execute(
             select(MemberXp.guild_id, MemberXp.period_kind, MemberXp.period_key, MemberXp.xp).where(
-                MemberXp.xp > 0
+                MemberXp.xp > 0, MemberXp.listed == true()
             )
         )
     )
@@ -171,6 +172,25 @@ async def check_buckets(session: AsyncSession) -> list[Problem]:
                 )
             )
     return problems
+
+
+async def check_listed(session: AsyncSession) -> list[Problem]:
+    """Totals on the boards exactly when their member is neither hidden nor anonymised."""
+    should_list = ~Member.hidden & Member.anonymised_at.is_(None)
+    query = (
+        select(Member.guild_id, Member.id, MemberXp.period_kind, MemberXp.period_key)
+        .join(MemberXp, MemberXp.member_id == Member.id)
+        .where(MemberXp.listed != should_list)
+        .order_by(Member.id)
+    )
+    return [
+        Problem(
+            "buckets",
+            f"guild {guild_id}: member {member_id}'s {kind} {key} total is "
+            "listed on the boards against their privacy choice, or the other way round",
+        )
+        for guild_id, member_id, kind, key in await session.execute(query)
+    ]
 
 
 async def check_paid_once(session: AsyncSession) -> list[Problem]:

@@ -13,6 +13,7 @@ from bot.progress.profile import Profile
 
 MEDALS = {1: "🥇", 2: "🥈", 3: "🥉"}
 NAME_CHARS = 64  # a display name is at most 32 characters; escaping can double it
+HIDDEN = "hidden from the boards"
 
 
 def leaderboard_embed(page: Page, *, period_label: str, caller_name: str) -> Embed:
@@ -26,6 +27,8 @@ def leaderboard_embed(page: Page, *, period_label: str, caller_name: str) -> Emb
     name = truncate(safe_name(caller_name), NAME_CHARS)
     if page.caller is None:
         lines += ["", f"{name}, you have no XP {_yet(page, period_label)}."]
+    elif not page.caller.listed:  # the board is public: a hidden member's place stays private
+        lines += ["", f"{name}, you are {HIDDEN}: `/profile` shows your rank."]
     else:
         lines += ["", f"{name}, you are #{page.caller.rank} with {page.caller.xp:,} XP."]
     embed = Embed(
@@ -49,9 +52,12 @@ def _entry_line(entry: Entry, is_caller: bool) -> str:
 
 
 def profile_text(profile: Profile, display_name: str) -> str:
-    """``/profile`` as text: level and progress, XP, rank, streaks, completions."""
+    """``/profile`` as text: level and progress, XP, rank, streaks, completions; a hidden
+    member's rank is the place they would have, marked hidden."""
     level = profile.level
     rank = f"rank #{profile.rank}" if profile.rank is not None else "not ranked yet"
+    if profile.hidden:
+        rank += f" ({HIDDEN}; `/privacy show` to appear)"
     lines = [
         f"**{truncate(safe_name(display_name), NAME_CHARS)}** · level {level.level}",
         f"{level.into:,}/{level.span:,} XP into level {level.level}: "

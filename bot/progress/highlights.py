@@ -9,6 +9,8 @@ Rules:
   needs at least 2 days to be listed.
 - The week is any ``Period`` from ``bot.progress.periods.week_of``: the bot passes the week it
   reports on (the week just ended, for a post at the start of a week).
+- A member hidden from the boards (``/privacy hide``, or anonymised) is in none of the three: the
+  top closes up around them, and they are no level-up and no streak.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import case, func, select
+from sqlalchemy import case, false, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.db.models import Member, XpEntry
@@ -74,10 +76,12 @@ async def weekly_highlights(
 async def _level_ups(session: AsyncSession, guild_id: int, week: Period) -> tuple[LevelUp, ...]:
     active = (
         select(XpEntry.member_id)
+        .join(Member, Member.id == XpEntry.member_id)
         .where(
             XpEntry.guild_id == guild_id,
             XpEntry.created_at >= week.start,
             XpEntry.created_at < week.end,
+            Member.hidden == false(),
         )
         .distinct()
     )
@@ -110,11 +114,13 @@ async def _streaks(
     # Only members with a completion since yesterday began can have a current streak.
     recent = (
         select(XpEntry.member_id)
+        .join(Member, Member.id == XpEntry.member_id)
         .where(
             XpEntry.guild_id == guild_id,
             XpEntry.source.in_(COMPLETION_SOURCES),
             XpEntry.amount > 0,
             XpEntry.created_at >= day_of(today - timedelta(days=1), tz).start,
+            Member.hidden == false(),
         )
         .distinct()
     )

@@ -3,7 +3,9 @@
 Rules:
 
 - ``week`` and ``month`` are the server-local periods containing "now"; ``all`` is all time.
-- Only members with more than 0 XP in the period are ranked.
+- Only members with more than 0 XP in the period are ranked, and only listed ones: a member
+  hidden from the boards (``/privacy hide``, or anonymised) is on no page, and the ranks close up
+  around them.  Their own rank (``rank_of``) is still 1 + the listed members ahead of them.
 - Order: more XP first; on equal XP, whoever reached that total first; then the lower member id,
   so the order is total and ranks are distinct positions.
 - Pages hold 10 entries and are numbered from 1; a page past the end shows the last page.
@@ -21,7 +23,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import ColumnElement, Row, Select, and_, func, or_, select
+from sqlalchemy import ColumnElement, Row, Select, and_, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -38,6 +40,7 @@ class Entry:
     user_id: int
     display_name: str
     xp: int
+    listed: bool = True  # False: a hidden member's own place, shown to nobody else
 
 
 @dataclass(frozen=True)
@@ -48,21 +51,22 @@ class Page:
     pages: int
     ranked: int  # members with XP in the period
     entries: tuple[Entry, ...]
-    caller: Entry | None  # None when the caller has no XP in the period
+    caller: Entry | None  # None when the caller has no XP in the period; unlisted when hidden
 
 
 def _on_board(guild_id: int, board: Board, key: str) -> tuple[ColumnElement[bool], ...]:
-    """The rows of one board (callers add ``xp > 0`` or an exact XP: not both, as SQLite would
-    then range-scan on ``xp > 0``)."""
+    """The listed rows of one board (callers add ``xp > 0`` or an exact XP: not both, as SQLite
+    would then range-scan on ``xp > 0``)."""
     return (
         MemberXp.guild_id == guild_id,
         MemberXp.period_kind == board,
         MemberXp.period_key == key,
+        MemberXp.listed == true(),
     )
 
 
 def _members_at(guild_id: int, board: Board, key: str) -> Select[tuple[int]]:
-    """How many members are on a board, to be narrowed to a range of XP values."""
+    """How many listed members are on a board, to be narrowed to a range of XP values."""
     return select(func.coalesce(func.sum(MemberXpCount.members), 0)).where(
         MemberXpCount.guild_id == guild_id,
         MemberXpCount.period_kind == board,
@@ -77,10 +81,14 @@ _ENTRY_COLUMNS = (MemberXp.member_id, Member.user_id, Member.display_name, Membe
 async def rank_of(
     session: AsyncSession, guild_id: int, board: Board, key: str, member_id: int
 ) -> Entry | None:
-    """A member's place on one board, or None when they are not on it (one statement)."""
+    """A member's place on one board, or None when they have no XP on it (one statement).
+
+    A hidden member gets the place they would have (1 + the listed members ahead), unlisted.
+    """
     me = aliased(MemberXp)
-    # Everyone with more XP (from the per-value counts), and everyone with the same XP who reached
-    # it earlier or at the same instant with a lower id (a short range of the leaderboard index).
+    # Every listed member with more XP (from the per-value counts), and every listed one with the
+    # same XP who reached it earlier or at the same instant with a lower id (a short range of the
+    # leaderboard index).
     higher = _members_at(guild_id, board, key).where(MemberXpCount.xp > me.xp)
     tied_before = select(func.count()).where(
         *_on_board(guild_id, board, key),
@@ -97,6 +105,7 @@ async def rank_of(
             Member.display_name,
             me.xp,
             higher.scalar_subquery() + tied_before.scalar_subquery(),
+            me.listed,
         )
         .join(Member, Member.id == me.member_id)
         .where(
@@ -110,8 +119,8 @@ async def rank_of(
     row = (await session.execute(query)).one_or_none()
     if row is None:
         return None
-    member, user_id, display_name, xp, ahead = row
-    return Entry(ahead + 1, member, user_id, display_name, xp)
+    member, user_id, display_name, xp, ahead, listed = row
+    return Entry(ahead + 1, member, user_id, display_name, xp, listed)
 
 
 def _standings(guild_id: int, board: Board, key: str, limit: int, offset: int) -> Select[Any]:

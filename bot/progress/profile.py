@@ -1,8 +1,10 @@
 """A member's progress in numbers, for ``/profile``.
 
 Rules: total XP, level and progress come from the all-time total; the rank is the all-time
-leaderboard place (None without XP); "this week" is the server-local week containing now; a task
-is completed once it has paid any XP, and a quest once every one of its tasks is completed.
+leaderboard place (None without XP), and for a member hidden from the boards the place they would
+have (1 + the listed members ahead), with ``hidden`` set so it is shown as such; "this week" is
+the server-local week containing now; a task is completed once it has paid any XP, and a quest
+once every one of its tasks is completed.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.db.models import Member
 from bot.progress.leaderboard import rank_of
 from bot.progress.ledger import completed_tasks, completion_days
 from bot.progress.levels import LevelProgress, progress
@@ -32,6 +36,7 @@ class Profile:
     streak: Streak
     completed_tasks: tuple[str, ...]
     completed_quests: tuple[str, ...]
+    hidden: bool = False  # off the public boards (``/privacy hide``)
 
 
 async def profile(
@@ -44,6 +49,7 @@ async def profile(
     content_task_refs_by_quest: Mapping[str, Collection[str]],
 ) -> Profile:
     """The numbers for one member; ``content_task_refs_by_quest`` maps quest id -> its task refs."""
+    hidden = bool(await session.scalar(select(Member.hidden).where(Member.id == member_id)))
     total = await total_xp(session, member_id)
     entry = await rank_of(session, guild_id, "all", ALL_TIME_KEY, member_id)
     week = await period_xp(session, member_id, "week", period_key("week", now, tz))
@@ -64,4 +70,5 @@ async def profile(
         streak=streak_on(days, local_date(now, tz)),
         completed_tasks=tuple(tasks),
         completed_quests=tuple(quests),
+        hidden=hidden,
     )

@@ -6,8 +6,12 @@ Rules:
   local month (periods in the server's time zone, see ``bot.progress.periods``), in the same
   transaction as the ledger insert, so the totals never disagree with the ledger.
 - ``reached_at`` is the time of the newest ledger row in the total: when that XP was reached.
-- ``member_xp_counts`` holds, per board and XP value above 0, how many members are at that value;
-  it moves with every total, and buckets that empty are deleted.
+- ``member_xp_counts`` holds, per board and XP value above 0, how many *listed* members are at
+  that value; it moves with every listed total, and buckets that empty are deleted.
+- A member who hides from the boards (``members.hidden``; an anonymised member is hidden too) has
+  every total unlisted (``member_xp.listed`` false): kept, so their own profile still shows their
+  numbers, but counted in no bucket, so ranks and board sizes close up around them.  Totals
+  created while they are hidden start unlisted; ``set_listed`` moves them all at once.
 - ``rebuild_totals`` recomputes both tables for a server from its ledger; run it after the server
   changes its time zone (weeks and months move with it).  A rebuild equals the incremental result.
 """
@@ -19,11 +23,11 @@ from datetime import date, datetime
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import and_, case, delete, func, insert, or_, select
+from sqlalchemy import and_, case, delete, func, insert, not_, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.db.dialect import upsert
-from bot.db.models import MemberXp, MemberXpCount, XpEntry
+from bot.db.models import Member, MemberXp, MemberXpCount, XpEntry
 from bot.progress.periods import local_date, month_key, week_key
 
 Board = Literal["all", "week", "month"]
@@ -47,7 +51,9 @@ def _boards(day: date) -> tuple[tuple[Board, str], ...]:
 async def add_to_totals(
     session: AsyncSession, *, guild_id: int, member_id: int, amount: int, at: datetime, tz: ZoneInfo
 ) -> None:
-    """Add one ledger row's amount to its member's totals and move them between XP buckets."""
+    """Add one ledger row's amount to its member's totals and, when they are listed, move them
+    between XP buckets.  A total created now is listed unless the member is hidden."""
+    listed = select(not_(Member.hidden)).where(Member.id == member_id).scalar_subquery()
     rows = [
         {
             "member_id": member_id,
@@ -56,6 +62,7 @@ async def add_to_totals(
             "guild_id": guild_id,
             "xp": amount,
             "reached_at": at,
+            "listed": listed,
         }
         for board, key in _boards(local_date(at, tz))
     ]
@@ -67,12 +74,30 @@ async def add_to_totals(
             "xp": MemberXp.xp + statement.excluded.xp,
             "reached_at": case((newer, statement.excluded.reached_at), else_=MemberXp.reached_at),
         },
-    ).returning(MemberXp.period_kind, MemberXp.period_key, MemberXp.xp)
+    ).returning(MemberXp.period_kind, MemberXp.period_key, MemberXp.xp, MemberXp.listed)
     totals = (await session.execute(statement)).all()
     if amount:
-        await _move_buckets(
-            session, guild_id, [(kind, key, xp - amount, xp) for kind, key, xp in totals]
-        )
+        moves = [(kind, key, xp - amount, xp) for kind, key, xp, on_board in totals if on_board]
+        await _move_buckets(session, guild_id, moves)
+
+
+async def set_listed(session: AsyncSession, *, guild_id: int, member_id: int, listed: bool) -> int:
+    """List or unlist every total of one member, moving them into or out of the buckets; returns
+    how many totals changed (0 when they already were so).
+
+    The caller holds the member's row lock (``lock_member``) and flips ``members.hidden`` in the
+    same transaction, so a concurrent award sees either both or neither.
+    """
+    statement = (
+        update(MemberXp)
+        .where(MemberXp.member_id == member_id, MemberXp.listed == (not listed))
+        .values(listed=listed)
+        .returning(MemberXp.period_kind, MemberXp.period_key, MemberXp.xp)
+    )
+    changed = (await session.execute(statement)).all()
+    moves = [(kind, key, 0, xp) if listed else (kind, key, xp, 0) for kind, key, xp in changed]
+    await _move_buckets(session, guild_id, moves)
+    return len(changed)
 
 
 async def _move_buckets(
@@ -138,8 +163,14 @@ async def rebuild_totals(session: AsyncSession, *, guild_id: int, tz: ZoneInfo) 
     """Recompute a server's totals and buckets from its ledger; returns the totals written.
 
     Local weeks and months need the zone rules, which SQL cannot apply portably, so the ledger is
-    streamed through Python in batches; the buckets are then one GROUP BY over the new totals.
+    streamed through Python in batches; the buckets are then one GROUP BY over the new listed
+    totals.  A hidden member's totals are written unlisted, as ``add_to_totals`` keeps them.
     """
+    hidden = set(
+        await session.scalars(
+            select(Member.id).where(Member.guild_id == guild_id, Member.hidden == true())
+        )
+    )
     await session.execute(delete(MemberXp).where(MemberXp.guild_id == guild_id))
     await session.execute(delete(MemberXpCount).where(MemberXpCount.guild_id == guild_id))
     sums: dict[tuple[int, Board, str], _Sum] = {}
@@ -170,6 +201,7 @@ async def rebuild_totals(session: AsyncSession, *, guild_id: int, tz: ZoneInfo) 
             "guild_id": guild_id,
             "xp": total.xp,
             "reached_at": total.reached_at,
+            "listed": member_id not in hidden,
         }
         for (member_id, board, key), total in sums.items()
     ]
@@ -183,7 +215,7 @@ async def rebuild_totals(session: AsyncSession, *, guild_id: int, tz: ZoneInfo) 
             MemberXp.xp,
             func.count(),
         )
-        .where(MemberXp.guild_id == guild_id, MemberXp.xp > 0)
+        .where(MemberXp.guild_id == guild_id, MemberXp.listed == true(), MemberXp.xp > 0)
         .group_by(MemberXp.guild_id, MemberXp.period_kind, MemberXp.period_key, MemberXp.xp)
     )
     await session.execute(

@@ -20,6 +20,7 @@ from bot.grading.capabilities import Capabilities
 from bot.progress.awards import award_self_report, award_verdict
 from bot.progress.grants import grant
 from bot.progress.ledger import append
+from bot.progress.privacy import hide
 from tests.support import GUILD_ID, add_member, queue_submission
 
 UTC = ZoneInfo("UTC")
@@ -193,3 +194,22 @@ async def test_a_schema_behind_head_is_reported(sqlite_url: str) -> None:
         ]
     finally:
         await engine.dispose()
+
+
+async def test_a_hidden_member_left_on_the_boards_is_reported(engine: AsyncEngine) -> None:
+    await _activity(engine)
+    sessions = make_sessionmaker(engine)
+    async with sessions() as session, session.begin():
+        await hide(session, guild_id=GUILD_ID, user_id=10, display_name="learner")
+    assert await verify(engine, lease_s=LEASE_S) == []  # hiding keeps every invariant
+    async with sessions() as session, session.begin():
+        await session.execute(
+            update(MemberXp)
+            .where(MemberXp.member_id == 1, MemberXp.period_kind == "all")
+            .values(listed=True)
+        )
+    problems = [str(p) for p in await verify(engine, lease_s=LEASE_S)]
+    assert (
+        f"buckets: guild {GUILD_ID}: member 1's all all total is listed on the boards against "
+        "their privacy choice, or the other way round"
+    ) in problems

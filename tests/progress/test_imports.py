@@ -15,6 +15,7 @@ MODULES = (
     "levels",
     "members",
     "periods",
+    "privacy",
     "profile",
     "schedule",
     "streaks",
