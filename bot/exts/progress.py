@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import io
-from typing import Literal
+import re
+from typing import Any, Literal, Self, cast
 from zoneinfo import ZoneInfo
 
 import discord
@@ -13,7 +14,7 @@ from discord.ext import commands
 
 from bot import clock
 from bot.app import BrrrBot
-from bot.exts.common import display_name, guild_id_of
+from bot.exts.common import bot_of, display_name, guild_id_of
 from bot.presentation.boards import leaderboard_embed, profile_text
 from bot.presentation.images import profile_card
 from bot.progress.leaderboard import Page, leaderboard
@@ -22,7 +23,8 @@ from bot.progress.profile import profile
 from bot.progress.totals import Board
 
 PERIOD_LABELS: dict[str, str] = {"week": "this week", "month": "this month", "all": "all time"}
-PAGE_VIEW_TIMEOUT_S = 10 * 60
+PREVIOUS = "◀ Previous"
+NEXT = "Next ▶"
 
 
 class Progress(commands.Cog):
@@ -70,71 +72,80 @@ class Progress(commands.Cog):
         interaction: discord.Interaction,
         period: Literal["week", "month", "all"] = "week",
     ) -> None:
-        guild_id = guild_id_of(interaction)
         await interaction.response.defer(thinking=True)  # acknowledge before any database work
-        async with self.bot.services.reads() as session:
-            member_id = await find_member_id(session, guild_id, interaction.user.id)
-        view = LeaderboardView(self, guild_id, period, member_id, display_name(interaction.user))
-        page = await view.load(1)
-        await interaction.edit_original_response(embed=view.render(page), view=view.sync(page))
+        embed, view = await self.board_page(interaction, period, 1)
+        await interaction.edit_original_response(embed=embed, view=view)
 
-    async def page(
-        self, guild_id: int, period: Board, number: int, caller_member_id: int | None
-    ) -> Page:
+    async def board_page(
+        self, interaction: discord.Interaction, period: Board, number: int
+    ) -> tuple[discord.Embed, discord.ui.View]:
+        """Page ``number`` of the board as it is now, with the place of whoever asked (the
+        member who ran the command, or who clicked a page button)."""
+        guild_id = guild_id_of(interaction)
         tz = await self._tz(guild_id)
-        async with self.bot.services.reads() as session:
-            return await leaderboard(
-                session,
-                guild_id=guild_id,
-                period=period,
-                page=number,
-                tz=tz,
-                now=clock.now(),
-                caller_member_id=caller_member_id,
-            )
-
-
-class LeaderboardView(discord.ui.View):
-    """Previous/next buttons; each click re-reads the board, so pages are always current."""
-
-    def __init__(
-        self, cog: Progress, guild_id: int, period: Board, member_id: int | None, caller: str
-    ) -> None:
-        super().__init__(timeout=PAGE_VIEW_TIMEOUT_S)
-        self.cog = cog
-        self.guild_id = guild_id
-        self.period = period
-        self.member_id = member_id
-        self.caller = caller
-        self.current = 1
-
-    async def load(self, number: int) -> Page:
-        page = await self.cog.page(self.guild_id, self.period, number, self.member_id)
-        self.current = page.page
-        return page
-
-    def render(self, page: Page) -> discord.Embed:
-        return leaderboard_embed(
-            page, period_label=PERIOD_LABELS[self.period], caller_name=self.caller
+        member_id = await self.bot.services.read(find_member_id, guild_id, interaction.user.id)
+        page = await self.bot.services.read(
+            leaderboard,
+            guild_id=guild_id,
+            period=period,
+            page=number,
+            tz=tz,
+            now=clock.now(),
+            caller_member_id=member_id,
         )
+        embed = leaderboard_embed(
+            page, period_label=PERIOD_LABELS[period], caller_name=display_name(interaction.user)
+        )
+        return embed, page_buttons(page)
 
-    def sync(self, page: Page) -> LeaderboardView:
-        self.previous.disabled = page.page <= 1
-        self.next.disabled = page.page >= page.pages
-        return self
 
-    async def _turn(self, interaction: discord.Interaction, step: int) -> None:
-        page = await self.load(self.current + step)
-        await interaction.response.edit_message(embed=self.render(page), view=self.sync(page))
+class PageButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
+    template=r"brrr:lb:(?P<period>week|month|all):(?P<page>[0-9]{1,9})",
+):
+    """Previous or next under a leaderboard.  The board and the target page are the whole
+    state, in the custom id, so a click works after a restart; each click re-reads the board.
+    Anyone may turn the pages of the public board."""
 
-    @discord.ui.button(label="◀ Previous", style=discord.ButtonStyle.secondary)
-    async def previous(self, interaction: discord.Interaction, _: discord.ui.Button) -> None:
-        await self._turn(interaction, -1)
+    def __init__(self, period: Board, page: int, label: str, *, disabled: bool = False) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label=label,
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"brrr:lb:{period}:{page}",
+                disabled=disabled,
+            )
+        )
+        self.period = period
+        self.page = page
 
-    @discord.ui.button(label="Next ▶", style=discord.ButtonStyle.secondary)
-    async def next(self, interaction: discord.Interaction, _: discord.ui.Button) -> None:
-        await self._turn(interaction, +1)
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> Self:
+        label = getattr(item, "label", None) or ""
+        return cls(cast(Board, match["period"]), int(match["page"]), label)
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        cog = bot_of(interaction).get_cog("Progress")
+        assert isinstance(cog, Progress)
+        embed, view = await cog.board_page(interaction, self.period, self.page)
+        await interaction.response.edit_message(embed=embed, view=view)
+
+
+def page_buttons(page: Page) -> discord.ui.View:
+    """Previous/next for ``page``, disabled at the ends.  No timeout: the buttons hold no state,
+    and a view that times out unregisters its dynamic items."""
+    view = discord.ui.View(timeout=None)
+    view.add_item(PageButton(page.period, page.page - 1, PREVIOUS, disabled=page.page <= 1))
+    view.add_item(PageButton(page.period, page.page + 1, NEXT, disabled=page.page >= page.pages))
+    return view
 
 
 async def setup(bot: BrrrBot) -> None:
+    bot.add_dynamic_items(PageButton)
     await bot.add_cog(Progress(bot))
+
+
+async def teardown(bot: BrrrBot) -> None:
+    bot.remove_dynamic_items(PageButton)

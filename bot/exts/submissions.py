@@ -2,7 +2,9 @@
 
 /submit acknowledges at once (deferred, ephemeral), downloads the file and hands it to the
 ``bot.grading.intake.submit`` use case, which validates and queues it; the reply is the
-queue position, and the verdict comes back through ``bot.exts.delivery``.
+queue position, and the verdict comes back through ``bot.exts.delivery``.  ``download`` and
+``queue_upload`` are shared with the "Submit solution" message command
+(``bot.exts.message_submit``), so a submission is the same whichever way it came.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from discord.ext import commands
 
 from bot import clock
 from bot.app import BrrrBot
+from bot.content import AnyTask, Quest
 from bot.exts.common import (
     UserFacingError,
+    bot_of,
     display_name,
     find_task,
     guild_id_of,
@@ -47,58 +51,8 @@ class Submissions(commands.Cog):
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         _, quest, found = await find_task(interaction, task, {"build"})
-        limits = intake.UploadLimits.of(self.bot.services.settings)
-        data = await self._download(file, limits)
-        try:
-            queued = await intake.submit(
-                self.bot.services.sessions,
-                guild_id=guild_id_of(interaction),
-                submitter=intake.Submitter(interaction.user.id, display_name(interaction.user)),
-                quest=quest,
-                task=found,
-                filename=file.filename,
-                data=data,
-                limits=limits,
-                hourly_limit=self.bot.services.settings.submissions_per_hour,
-                reply=intake.Reply(
-                    interaction.token, interaction.created_at, interaction.channel_id
-                ),
-                now=clock.now,
-            )
-        except intake.IntakeRefused as exc:
-            raise UserFacingError(str(exc)) from None
-        log.info(
-            "submission %d queued for %s (%s)",
-            queued.submission_id,
-            queued.task_ref,
-            interaction.user,
-        )
-        lines = [queued_text(queued.position)]
-        if not queued.worker_seen:
-            lines.append(no_worker_text(queued.requirements.describe(), heartbeat.RECENT_S))
-        lines.append(f"Submission #{queued.submission_id} · `{queued.task_ref}`")
-        await interaction.edit_original_response(content="\n".join(lines))
-
-    async def _download(self, file: discord.Attachment, limits: intake.UploadLimits) -> bytes:
-        """Check what we can before downloading; download at once (URLs expire)."""
-        if not file.filename.lower().endswith(ALLOWED_EXTENSIONS):
-            raise UserFacingError(
-                f"`{truncate(file.filename, 80)}` is not a .py or .ipynb file; attach your "
-                "solution as a Python file or a Jupyter notebook."
-            )
-        cap = limits.cap(file.filename)
-        if file.size > cap:
-            raise UserFacingError(
-                f"`{truncate(file.filename, 80)}` is {format_size(file.size)}; the limit is "
-                f"{format_size(cap)}."
-            )
-        try:
-            return await file.read()
-        except discord.HTTPException as exc:
-            raise UserFacingError(
-                f"I could not download `{truncate(file.filename, 80)}` ({exc.status}); "
-                "please attach it again."
-            ) from None
+        data = await download(file, intake.UploadLimits.of(self.bot.services.settings))
+        await queue_upload(interaction, quest, found, file.filename, data)
 
     @app_commands.command(name="submissions", description="Your recent submissions and verdicts")
     @app_commands.describe(task="only this task")
@@ -126,6 +80,78 @@ class Submissions(commands.Cog):
         ]
         embed = discord.Embed(title="Your recent submissions", description="\n".join(lines))
         await interaction.edit_original_response(embed=embed)
+
+
+async def download(file: discord.Attachment, limits: intake.UploadLimits) -> bytes:
+    """Check what we can before downloading; download at once (URLs expire)."""
+    if not file.filename.lower().endswith(ALLOWED_EXTENSIONS):
+        raise UserFacingError(
+            f"`{truncate(file.filename, 80)}` is not a .py or .ipynb file; attach your "
+            "solution as a Python file or a Jupyter notebook."
+        )
+    cap = limits.cap(file.filename)
+    if file.size > cap:
+        raise UserFacingError(
+            f"`{truncate(file.filename, 80)}` is {format_size(file.size)}; the limit is "
+            f"{format_size(cap)}."
+        )
+    try:
+        return await file.read()
+    except discord.HTTPException as exc:
+        raise UserFacingError(
+            f"I could not download `{truncate(file.filename, 80)}` ({exc.status}); "
+            "please attach it again."
+        ) from None
+
+
+async def queue_upload(
+    interaction: discord.Interaction, quest: Quest, task: AnyTask, filename: str, data: bytes
+) -> None:
+    """Queue ``data`` as a submission to ``task`` and edit the (acknowledged) response to say
+    where it is in the queue; the verdict later replaces that response (``bot.exts.delivery``).
+
+    ``/submit`` and the "Submit solution" message command both end here, so both get the same
+    validation, limits, rate limits and verdict delivery.
+    """
+    bot = bot_of(interaction)
+    settings = bot.services.settings
+    try:
+        queued = await intake.submit(
+            bot.services.sessions,
+            guild_id=guild_id_of(interaction),
+            submitter=intake.Submitter(interaction.user.id, display_name(interaction.user)),
+            quest=quest,
+            task=task,
+            filename=filename,
+            data=data,
+            limits=intake.UploadLimits.of(settings),
+            hourly_limit=settings.submissions_per_hour,
+            reply=intake.Reply(
+                interaction.token, interaction.created_at, _notice_channel_id(interaction)
+            ),
+            now=clock.now,
+        )
+    except intake.IntakeRefused as exc:
+        raise UserFacingError(str(exc)) from None
+    log.info(
+        "submission %d queued for %s (%s)",
+        queued.submission_id,
+        queued.task_ref,
+        interaction.user,
+    )
+    lines = [queued_text(queued.position)]
+    if not queued.worker_seen:
+        lines.append(no_worker_text(queued.requirements.describe(), heartbeat.RECENT_S))
+    lines.append(f"Submission #{queued.submission_id} · `{queued.task_ref}`")
+    await interaction.edit_original_response(content="\n".join(lines))
+
+
+def _notice_channel_id(interaction: discord.Interaction) -> int | None:
+    """Where a verdict's last-resort notice may go: never into a thread (the daily discussion
+    threads are for talk, verdicts stay private), so a thread gives way to its channel."""
+    if isinstance(interaction.channel, discord.Thread):
+        return interaction.channel.parent_id
+    return interaction.channel_id
 
 
 async def setup(bot: BrrrBot) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import date
+import re
+from collections.abc import Sequence
+from datetime import date, timedelta
+from typing import Any, Literal, Self, cast
 from zoneinfo import ZoneInfo
 
 import discord
@@ -10,18 +13,36 @@ from discord import app_commands
 
 from bot import clock
 from bot.content import Quest, check_quest_text
-from bot.curriculum import map_edits
+from bot.content.problems import Problem
+from bot.curriculum import drafts, map_edits
 from bot.exts.admin.base import AdminBase
-from bot.exts.common import UserFacingError, find_quest, guild_id_of, quest_autocomplete
+from bot.exts.common import UserFacingError, bot_of, find_quest, guild_id_of, quest_autocomplete
 from bot.presentation.limits import batch_embeds, truncate
 from bot.presentation.quests import quest_embeds
 from bot.presentation.safety import no_pings
 from bot.progress.periods import local_date
 
 MAX_QUEST_YAML = 256 * 1024
+PROBLEMS_SHOWN = 15
+EXPIRED = (
+    f"This preview expired ({drafts.LIFETIME // timedelta(minutes=1)} minutes): "
+    "upload the file again with /admin quest-add."
+)
+NOT_YOURS = "Only the moderator who uploaded this quest can publish or cancel it."
+
+DraftAction = Literal["publish", "cancel"]
 
 
 class ContentCommands(AdminBase):
+    async def cog_load(self) -> None:
+        """Register the preview buttons' handler, so clicks on any preview still open reach it."""
+        self.bot.add_dynamic_items(DraftButton)
+        await super().cog_load()  # type: ignore[misc]  # the next mixin's, or Cog's
+
+    async def cog_unload(self) -> None:
+        self.bot.remove_dynamic_items(DraftButton)
+        await super().cog_unload()  # type: ignore[misc]
+
     @app_commands.command(name="quest-add", description="Add a quest from a YAML file")
     @app_commands.describe(file="one quest in the same YAML format as quests/*.yaml")
     async def quest_add(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
@@ -41,9 +62,7 @@ class ContentCommands(AdminBase):
             ) from None
         quest, problems = check_quest_text(text, file.filename, self.bot.services.content)
         if quest is None:
-            lines = "\n".join(f"• {no_pings(str(p))}" for p in problems[:15])
-            more = f"\n… and {len(problems) - 15} more" if len(problems) > 15 else ""
-            raise UserFacingError(truncate(f"The quest has problems:\n{lines}{more}", 1900))
+            raise UserFacingError(_problems_message("The quest has problems:", problems))
         guild_map = await self.bot.services.guild_map(guild_id)
         replaces = any(q.id == quest.id for q in guild_map.quests)
         preview = quest_embeds(
@@ -52,12 +71,64 @@ class ContentCommands(AdminBase):
             library=self.bot.services.content.library,
             heading="Preview" + (" (replaces the current version)" if replaces else ""),
         )
-        view = PublishView(self, interaction.user.id, quest)
+        draft = await self.bot.services.write(
+            drafts.save_draft,
+            guild_id=guild_id,
+            moderator_user_id=interaction.user.id,
+            filename=file.filename,
+            text=text,
+            now=clock.now(),
+        )
         first, *rest = batch_embeds(preview)
         more = f" (preview shortened: {len(rest)} more message(s) of text)" if rest else ""
         await interaction.edit_original_response(
-            content=f"Publish this quest to the server's map?{more}", embeds=first, view=view
+            content=f"Publish this quest to the server's map?{more}",
+            embeds=first,
+            view=draft_buttons(draft.key),
         )
+
+    async def publish_draft(self, interaction: discord.Interaction, key: str) -> None:
+        """Publish clicked: check the stored quest again (the map may have changed), publish it
+        and forget the draft."""
+        draft = await self._open_draft(interaction, key)
+        if draft is None:
+            return
+        quest, problems = check_quest_text(draft.text, draft.filename, self.bot.services.content)
+        if quest is None:
+            await self.bot.services.write(drafts.delete_draft, draft.id)
+            heading = "The quest no longer passes the checks, so nothing was published:"
+            await interaction.response.edit_message(
+                content=_problems_message(heading, problems), embeds=[], view=None
+            )
+            return
+        await self.publish(interaction, quest)
+        await self.bot.services.write(drafts.delete_draft, draft.id)
+        await interaction.response.edit_message(
+            content=f"Published `{quest.id}`: it is on this server's map now.",
+            embeds=[],
+            view=None,
+        )
+
+    async def cancel_draft(self, interaction: discord.Interaction, key: str) -> None:
+        draft = await self._open_draft(interaction, key)
+        if draft is None:
+            return
+        await self.bot.services.write(drafts.delete_draft, draft.id)
+        await interaction.response.edit_message(
+            content="Cancelled; nothing changed.", embeds=[], view=None
+        )
+
+    async def _open_draft(self, interaction: discord.Interaction, key: str) -> drafts.Draft | None:
+        """The clicked preview's draft, or None once the click has been answered: expired
+        (the preview says so and loses its buttons) or someone else's."""
+        draft = await self.bot.services.write(drafts.open_draft, key, now=clock.now())
+        if draft is None:
+            await interaction.response.edit_message(content=EXPIRED, embeds=[], view=None)
+            return None
+        if (draft.guild_id, draft.moderator_user_id) != (interaction.guild_id, interaction.user.id):
+            await interaction.response.send_message(NOT_YOURS, ephemeral=True)
+            return None
+        return draft
 
     async def publish(self, interaction: discord.Interaction, quest: Quest) -> None:
         guild_id = guild_id_of(interaction)
@@ -120,37 +191,56 @@ class ContentCommands(AdminBase):
         )
 
 
-class PublishView(discord.ui.View):
-    def __init__(self, cog: ContentCommands, moderator_id: int, quest: Quest) -> None:
-        super().__init__(timeout=15 * 60)
-        self.cog = cog
-        self.moderator_id = moderator_id
-        self.quest = quest
+class DraftButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
+    template=r"brrr:draft:(?P<action>publish|cancel):(?P<key>[0-9]{1,18}-[0-9]{1,12})",
+):
+    """Publish or Cancel under a quest-add preview.  The draft's key is in the custom id and the
+    quest in the database, so a click works after a restart."""
 
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        if interaction.user.id != self.moderator_id:
-            await interaction.response.send_message(
-                "Only the moderator who uploaded it can publish it.", ephemeral=True
-            )
-            return False
-        return True
-
-    @discord.ui.button(label="Publish", style=discord.ButtonStyle.success)
-    async def publish(self, interaction: discord.Interaction, _: discord.ui.Button) -> None:
-        await self.cog.publish(interaction, self.quest)
-        self.stop()
-        await interaction.response.edit_message(
-            content=f"Published `{self.quest.id}`: it is on this server's map now.",
-            embeds=[],
-            view=None,
+    def __init__(self, action: DraftAction, key: str) -> None:
+        label, style = _DRAFT_BUTTONS[action]
+        super().__init__(
+            discord.ui.Button(label=label, style=style, custom_id=f"brrr:draft:{action}:{key}")
         )
+        self.action = action
+        self.key = key
 
-    @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
-    async def cancel(self, interaction: discord.Interaction, _: discord.ui.Button) -> None:
-        self.stop()
-        await interaction.response.edit_message(
-            content="Cancelled; nothing changed.", embeds=[], view=None
-        )
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> Self:
+        return cls(cast(DraftAction, match["action"]), match["key"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        cog = bot_of(interaction).get_cog("Admin")
+        assert isinstance(cog, ContentCommands)
+        if self.action == "publish":
+            await cog.publish_draft(interaction, self.key)
+        else:
+            await cog.cancel_draft(interaction, self.key)
+
+
+_DRAFT_BUTTONS: dict[DraftAction, tuple[str, discord.ButtonStyle]] = {
+    "publish": ("Publish", discord.ButtonStyle.success),
+    "cancel": ("Cancel", discord.ButtonStyle.secondary),
+}
+
+
+def draft_buttons(key: str) -> discord.ui.View:
+    """The preview's buttons.  No timeout: a view that times out unregisters its dynamic items,
+    and an expired draft is refused by the click itself."""
+    view = discord.ui.View(timeout=None)
+    view.add_item(DraftButton("publish", key))
+    view.add_item(DraftButton("cancel", key))
+    return view
+
+
+def _problems_message(heading: str, problems: Sequence[Problem]) -> str:
+    lines = "\n".join(f"• {no_pings(str(p))}" for p in problems[:PROBLEMS_SHOWN])
+    hidden = len(problems) - PROBLEMS_SHOWN
+    more = f"\n… and {hidden} more" if hidden > 0 else ""
+    return truncate(f"{heading}\n{lines}{more}", 1900)
 
 
 def _parse_date(text: str) -> date:
