@@ -12,6 +12,8 @@ import logging
 import discord
 from discord.ext import commands
 
+from bot import clock
+from bot.command_sync import commands_digest, remember_synced, synced_digest
 from bot.services import Services
 
 log = logging.getLogger(__name__)
@@ -20,11 +22,16 @@ log = logging.getLogger(__name__)
 EXTENSIONS: tuple[str, ...] = (
     "bot.exts.quests",
     "bot.exts.submissions",
+    "bot.exts.message_submit",
     "bot.exts.delivery",
     "bot.exts.answers",
     "bot.exts.progress",
     "bot.exts.schedule",
+    "bot.exts.roles",
     "bot.exts.admin",
+    "bot.exts.privacy",
+    "bot.exts.help",
+    "bot.exts.stale_components",
 )
 
 
@@ -50,10 +57,20 @@ class BrrrBot(commands.Bot):
         self.tree.on_error = on_app_command_error
         for extension in EXTENSIONS:
             await self.load_extension(extension)
-        # A bulk overwrite with unchanged commands costs nothing against Discord's
-        # daily creation limit, so syncing at every start keeps them current.
+        await self._sync_commands()
+
+    async def _sync_commands(self) -> None:
+        """Sync the command tree only when it differs from the last one synced, so a restart
+        does not rewrite every command on Discord."""
+        assert self.application_id is not None  # known once logged in, before setup_hook
+        payload = [command.to_dict(self.tree) for command in self.tree.get_commands()]
+        digest = commands_digest(payload, self.application_id)
+        if await self.services.read(synced_digest) == digest:
+            log.info("commands unchanged: not synced")
+            return
         synced = await self.tree.sync()
-        log.info("synced %d application commands", len(synced))
+        await self.services.write(remember_synced, digest, now=clock.now())
+        log.info("synced %d commands", len(synced))
 
     async def on_ready(self) -> None:
         log.info("connected as %s in %d server(s)", self.user, len(self.guilds))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from datetime import date
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -13,6 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.db.dialect import upsert
 from bot.db.models import AuditEntry, Guild
+from bot.progress.champions import current_champions
+from bot.progress.periods import local_date
+from bot.progress.role_queue import queue_users
 from bot.progress.schedule import parse_post_time
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -62,7 +65,8 @@ async def configure(
     guild_id: int,
     changes: SetupChanges,
     actor_user_id: int,
-    today: date,
+    now: datetime,
+    tz: ZoneInfo,
 ) -> Guild:
     """Store where and when the server's posts go; validates every field first.
 
@@ -80,11 +84,14 @@ async def configure(
     if changes.channel_id is None and guild.quest_channel_id is None:
         raise SetupRefused("This server has no quest channel yet: give `channel` too.")
     given = {name: value for name, value in asdict(changes).items() if value is not None}
+    if given.get("champion_role_id", guild.champion_role_id) != guild.champion_role_id:
+        # the holders move to the new role now, not at their next XP change
+        await queue_users(session, guild_id, await current_champions(session, guild_id), now=now)
     for name, value in given.items():
         column = _SETUP_COLUMNS[name]
         setattr(guild, column, value.strip() if isinstance(value, str) else value)
     if guild.schedule_start is None:
-        guild.schedule_start = today
+        guild.schedule_start = local_date(now, tz)
     details: dict[str, Any] = dict(given)
     if "weekly_day" in details:
         details["weekly_day"] = WEEKDAYS[details["weekly_day"]]

@@ -5,7 +5,8 @@ setup), asks ``bot.progress.schedule.catch_up`` which post is due for each
 server, claims it in the post log and sends it.  After downtime only the
 latest due period is posted: one catch-up post, not one per missed day.  A post of
 several messages records each one as it goes (``post_log.record_parts``), so a retry
-sends only the parts that did not go out.
+sends only the parts that did not go out.  With discussion threads on, a daily post then
+opens a thread on its first message (``bot.daily_threads``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import contextlib
 import io
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -21,7 +23,7 @@ from zoneinfo import ZoneInfo
 import discord
 from discord.ext import commands
 
-from bot import clock, post_log
+from bot import clock, daily_threads, post_log
 from bot.app import BrrrBot
 from bot.content import Quest
 from bot.db.models import Guild
@@ -30,6 +32,7 @@ from bot.presentation.images import weekly_chart
 from bot.presentation.limits import batch_embeds, fit_embed, truncate
 from bot.presentation.quests import quest_embeds
 from bot.presentation.safety import safe_name
+from bot.progress.champions import Champion, crown
 from bot.progress.highlights import weekly_highlights
 from bot.progress.periods import Period, local_date, week_of
 from bot.progress.schedule import PostKind, PostSchedule, catch_up
@@ -39,6 +42,10 @@ log = logging.getLogger(__name__)
 
 #: the weekly post's chart, attached to its message
 IMAGE_NAME = "week.png"
+#: tied first places named in the weekly post (all of them get the champion role)
+CHAMPIONS_NAMED = 20
+#: Discord's error code when a message already has a thread
+THREAD_ALREADY_EXISTS = 160004
 
 
 class PostFailed(Exception):
@@ -127,8 +134,15 @@ class Schedule(commands.Cog):
             async with self.bot.services.sessions() as session, session.begin():
                 await post_log.release(session, claim.id)
             return
+        thread_id = None
+        if kind == "daily_quest" and guild.discussion_threads:
+            # before mark_posted: a crash in between retries the thread, never the post
+            day = date.fromisoformat(due.key)
+            thread_id = await self._open_thread(guild, channel, sent[0], day, None)
         async with self.bot.services.sessions() as session, session.begin():
             await post_log.mark_posted(session, claim.id, channel.id, sent[0], now)
+            if thread_id is not None:
+                await daily_threads.record_thread(session, claim.id, thread_id)
         log.info("guild %d: posted %s %s in %d part(s)", guild.id, kind, due.key, len(sent))
 
     def _channel(self, guild: Guild) -> discord.TextChannel:
@@ -167,18 +181,83 @@ class Schedule(commands.Cog):
         self, guild: Guild, quest: Quest | None, day: date | None = None
     ) -> discord.Message:
         """Post the quest of a local ``day`` (default today), or the given quest, in the quest
-        channel; the first message is returned."""
+        channel, with its discussion thread when the server wants one; the first message is
+        returned."""
         channel = self._channel(guild)  # what is wrong with the channel is said first
-        return await self._post(channel, await self.daily_parts(guild, quest, day))
+        day = day or local_date(clock.now(), ZoneInfo(guild.timezone))
+        message = await self._post(channel, await self.daily_parts(guild, quest, day))
+        if guild.discussion_threads:
+            await self._open_thread(guild, channel, message.id, day, quest)
+        return message
+
+    async def _open_thread(
+        self,
+        guild: Guild,
+        channel: discord.TextChannel,
+        message_id: int,
+        day: date,
+        quest: Quest | None,
+    ) -> int | None:
+        """Open the discussion thread on a daily post's first message and post its opener.
+
+        The thread's id, or None when it could not be opened: that is logged with the reason
+        and the post stands without it (a missing thread never fails or repeats a post).
+        """
+        perms = channel.permissions_for(channel.guild.me)
+        missing = [
+            name
+            for name, ok in (
+                ("Create Public Threads", perms.create_public_threads),
+                ("Send Messages in Threads", perms.send_messages_in_threads),
+            )
+            if not ok
+        ]
+        if missing:
+            log.warning(
+                "guild %d: no discussion thread for the daily post of %s: missing %s in #%s",
+                guild.id,
+                day.isoformat(),
+                ", ".join(missing),
+                channel.name,
+            )
+            return None
+        quest = await self._daily_quest(guild, quest, day)
+        name = daily_threads.thread_name(day, quest.title)
+        try:
+            thread = await channel.get_partial_message(message_id).create_thread(name=name)
+        except discord.HTTPException as exc:
+            if exc.code == THREAD_ALREADY_EXISTS:
+                return message_id  # an earlier try opened it; a thread's id is its message's
+            log.warning(
+                "guild %d: no discussion thread for the daily post of %s: %s",
+                guild.id,
+                day.isoformat(),
+                exc,
+            )
+            return None
+        try:
+            await thread.send(daily_threads.OPENER)
+        except discord.HTTPException as exc:
+            log.warning(
+                "guild %d: thread %d opened without its opener: %s", guild.id, thread.id, exc
+            )
+        return thread.id
+
+    async def _daily_quest(self, guild: Guild, quest: Quest | None, day: date) -> Quest:
+        """The given quest, else the one the server's map schedules on ``day``."""
+        if quest is not None:
+            return quest
+        guild_map = await self.bot.services.guild_map(guild.id)
+        scheduled = guild_map.quest_on(guild.schedule_start or day, day)
+        if scheduled is None:
+            raise PostFailed("this server's map has no quests enabled")
+        return scheduled
 
     async def daily_parts(self, guild: Guild, quest: Quest | None, day: date | None) -> list[Part]:
         """The messages of a daily post: the quest's embeds, batched to Discord's limits."""
         guild_map = await self.bot.services.guild_map(guild.id)
         day = day or local_date(clock.now(), ZoneInfo(guild.timezone))
-        start = guild.schedule_start or day
-        quest = quest or guild_map.quest_on(start, day)
-        if quest is None:
-            raise PostFailed("this server's map has no quests enabled")
+        quest = await self._daily_quest(guild, quest, day)
         embeds = quest_embeds(
             quest,
             phase_title=guild_map.phase_titles.get(quest.phase, quest.phase),
@@ -205,10 +284,13 @@ class Schedule(commands.Cog):
         discord_guild = self.bot.get_guild(guild.id)
         guild_name = discord_guild.name if discord_guild is not None else ""
         chart = await asyncio.to_thread(weekly_chart, highlights, guild_name=guild_name)
+        champions = await self._crown(guild, week)
         lines = [
             f"{entry.rank}. **{safe_name(entry.display_name)}** · {entry.xp:,} XP"
             for entry in highlights.top
         ] or ["Nobody earned XP this week. A new week, a new chance!"]
+        if champions:
+            lines = [champion_line(champions), "", *lines]
         if highlights.level_ups:
             lines += ["", "**Level-ups**"] + [
                 f"{safe_name(u.display_name)} reached level {u.new_level}"
@@ -224,6 +306,27 @@ class Schedule(commands.Cog):
         )
         embed.set_image(url=f"attachment://{IMAGE_NAME}")
         return [Part([fit_embed(embed)], image=chart)]
+
+    async def _crown(self, guild: Guild, week: Period) -> tuple[Champion, ...]:
+        """With a champion role configured, the week's first place(s) take it over; crowning
+        a week again (a retried post) changes nothing."""
+        if guild.champion_role_id is None:
+            return ()
+        crowned = await self.bot.services.write(
+            crown, guild_id=guild.id, week_key=week.key, now=clock.now()
+        )
+        self.bot.dispatch("roles_changed", guild.id)
+        return crowned
+
+
+def champion_line(champions: Sequence[Champion]) -> str:
+    """Names the week's first place(s); mentions in an embed ping nobody."""
+    named = ", ".join(f"<@{c.user_id}>" for c in champions[:CHAMPIONS_NAMED])
+    more = len(champions) - CHAMPIONS_NAMED
+    if more > 0:
+        named += f" and {more} more"
+    title = "Champion" if len(champions) == 1 else "Champions"
+    return f"🏆 {title} of the week: {named}"
 
 
 def _before_setup(guild: Guild, fire_at: datetime) -> bool:

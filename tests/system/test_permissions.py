@@ -27,7 +27,16 @@ SOLUTION = (REPO / "tests" / "graders" / "solutions" / "wrong_values.py").read_t
     f'\nraise RuntimeError("{SECRET}")\n'
 )
 #: what an /admin subcommand writes when it runs; a refused one must leave all of it alone
-ADMIN_STATE = ("guilds", "guild_quests", "quest_schedule", "audit_log", "xp_ledger", "grading_jobs")
+ADMIN_STATE = (
+    "guilds",
+    "guild_quests",
+    "quest_schedule",
+    "audit_log",
+    "xp_ledger",
+    "grading_jobs",
+    "level_roles",
+    "quest_drafts",
+)
 SUBCOMMANDS = [
     "admin setup",
     "admin post-quest",
@@ -39,6 +48,10 @@ SUBCOMMANDS = [
     "admin regrade",
     "admin export",
     "admin deliveries",
+    "admin roles add",
+    "admin roles remove",
+    "admin roles list",
+    "admin roles mode",
 ]
 REFUSED = "Only moderators can use /admin"
 
@@ -70,6 +83,10 @@ def _options(world: World, name: str) -> dict[str, object]:
         "admin regrade": {"submission": 999_999},
         "admin export": {},
         "admin deliveries": {},
+        "admin roles add": {"level": 2, "role": world.mods},
+        "admin roles remove": {"level": 99},
+        "admin roles list": {},
+        "admin roles mode": {"mode": "highest"},
     }[name]
 
 
@@ -93,7 +110,12 @@ async def _run(world: World, user: User, name: str) -> str:
 async def test_every_admin_subcommand_is_checked_here(world: World) -> None:
     """A new /admin subcommand must join the permission test below."""
     (admin,) = [c for c in world.fake.commands() if c.name == "admin"]
-    registered = {f"admin {option['name']}" for option in admin.data["options"]}
+    registered = set()
+    for option in admin.data["options"]:
+        if option["type"] == 2:  # a subcommand group: its subcommands
+            registered |= {f"admin {option['name']} {sub['name']}" for sub in option["options"]}
+        else:
+            registered.add(f"admin {option['name']}")
     assert registered == set(SUBCOMMANDS)
 
 

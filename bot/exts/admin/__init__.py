@@ -17,6 +17,7 @@ from bot.exts.admin.content import ContentCommands
 from bot.exts.admin.export import ExportCommands
 from bot.exts.admin.grading import GradingCommands
 from bot.exts.admin.posts import PostCommands
+from bot.exts.admin.roles import RoleCommands
 from bot.exts.admin.setup import SetupCommands
 from bot.exts.admin.xp import XpCommands
 from bot.exts.common import guild_id_of
@@ -29,6 +30,7 @@ class Admin(
     PostCommands,
     ContentCommands,
     XpCommands,
+    RoleCommands,
     GradingCommands,
     ExportCommands,
     commands.GroupCog,

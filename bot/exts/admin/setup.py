@@ -13,7 +13,6 @@ from bot.db.models import Guild
 from bot.exts.admin.base import AdminBase
 from bot.exts.admin.role_checks import unmanageable_role
 from bot.exts.common import UserFacingError, guild_id_of
-from bot.progress.periods import local_date
 from bot.progress.schedule import parse_post_time
 
 Weekday = Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -108,7 +107,8 @@ class SetupCommands(AdminBase):
                 guild_id=guild_id,
                 changes=changes,
                 actor_user_id=interaction.user.id,
-                today=local_date(clock.now(), tz),
+                now=clock.now(),
+                tz=tz,
             )
         except guilds.SetupRefused as exc:
             raise UserFacingError(str(exc)) from None
