@@ -1,8 +1,10 @@
-"""One place that turns command errors into replies.
+"""One place that turns command and component errors into replies.
 
 Expected problems (``UserFacingError``, failed checks) are shown as they are;
 anything else is logged with a short reference and the member sees only
-"something went wrong (ref XYZ)", ephemerally.
+"something went wrong (ref XYZ)", ephemerally.  Buttons and selects (``AnswersErrors``) get the
+same treatment: discord.py only logs their errors, and the member would see "This interaction
+failed".
 """
 
 from __future__ import annotations
@@ -41,15 +43,30 @@ async def on_app_command_error(
     elif isinstance(error, app_commands.TransformerError):
         await reply_ephemeral(interaction, f"I could not understand `{error.value}`.")
     else:
-        ref = secrets.token_hex(3).upper()
-        original = getattr(error, "original", error)
-        log.error(
-            "command %s failed (ref %s)",
-            interaction.command.qualified_name if interaction.command else "?",
-            ref,
-            exc_info=original,
-        )
-        await reply_ephemeral(interaction, _storage_message(original, ref) or _GENERIC.format(ref))
+        what = interaction.command.qualified_name if interaction.command else "?"
+        await _unexpected(interaction, getattr(error, "original", error), f"command {what}")
+
+
+async def _unexpected(interaction: discord.Interaction, error: BaseException, what: str) -> None:
+    ref = secrets.token_hex(3).upper()
+    log.error("%s failed (ref %s)", what, ref, exc_info=error)
+    await reply_ephemeral(interaction, _storage_message(error, ref) or _GENERIC.format(ref))
+
+
+class AnswersErrors:
+    """Mixed in before ``discord.ui.DynamicItem``: the item's ``clicked`` runs, and any error
+    is answered like a command's instead of leaving the click unanswered."""
+
+    async def clicked(self, interaction: discord.Interaction) -> None:
+        raise NotImplementedError
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        try:
+            await self.clicked(interaction)
+        except UserFacingError as error:
+            await reply_ephemeral(interaction, str(error))
+        except Exception as error:
+            await _unexpected(interaction, error, f"component {type(self).__name__}")
 
 
 _GENERIC = "Something went wrong (ref {}). It has been logged."

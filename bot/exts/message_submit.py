@@ -34,7 +34,7 @@ from bot.app import BrrrBot
 from bot.curriculum.guild_map import today_quest
 from bot.curriculum.task_choices import TaskMenu, build_task_menu
 from bot.exts.common import UserFacingError, bot_of, find_task, guild_id_of
-from bot.exts.errors import on_app_command_error
+from bot.exts.errors import AnswersErrors, on_app_command_error
 from bot.exts.submissions import download, queue_upload
 from bot.grading import intake
 from bot.grading.message_code import AttachedCode, AttachmentInfo, NoCode, find_code
@@ -61,6 +61,7 @@ class HeldCode:
 
 
 class TaskSelect(
+    AnswersErrors,
     discord.ui.DynamicItem[discord.ui.Select[discord.ui.View]],
     template=re.compile(re.escape(_PREFIX) + r"(?P<key>[0-9a-f]{16})"),
 ):
@@ -80,7 +81,7 @@ class TaskSelect(
     ) -> Self:
         return cls(match["key"], list(getattr(item, "options", [])))
 
-    async def callback(self, interaction: discord.Interaction) -> None:
+    async def clicked(self, interaction: discord.Interaction) -> None:
         cog = bot_of(interaction).get_cog(MessageSubmit.__cog_name__)
         assert isinstance(cog, MessageSubmit)  # the item is registered by the cog while loaded
         await cog.choose(interaction, self.key, self.item.values)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import logging
 import re
-import secrets
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -23,7 +22,7 @@ from bot import clock
 from bot.app import BrrrBot
 from bot.db.engine import checkpoint_wal
 from bot.exts.common import bot_of, display_name, guild_id_of
-from bot.exts.errors import reply_ephemeral
+from bot.exts.errors import AnswersErrors
 from bot.presentation.wording import plural
 from bot.progress import privacy
 
@@ -125,6 +124,7 @@ class Privacy(
 
 
 class ConfirmButton(
+    AnswersErrors,
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=r"brrr:privacy:(?P<action>delete|cancel):(?P<user_id>[0-9]{1,20}):"
     r"(?P<expires>[0-9]{1,12})",
@@ -162,20 +162,13 @@ class ConfirmButton(
         await interaction.response.send_message(NOT_YOURS, ephemeral=True)
         return False
 
-    async def callback(self, interaction: discord.Interaction) -> None:
-        try:
-            if self.action == "cancel":
-                await interaction.response.edit_message(content=CANCELLED, view=None)
-            elif clock.now().timestamp() > self.expires:
-                await interaction.response.edit_message(content=EXPIRED, view=None)
-            else:
-                await _delete(interaction)
-        except Exception:  # a DynamicItem's errors bypass the tree's handler: answer here
-            ref = secrets.token_hex(3).upper()
-            log.exception("privacy %s failed (ref %s)", self.action, ref)
-            await reply_ephemeral(
-                interaction, f"Something went wrong (ref {ref}). It has been logged."
-            )
+    async def clicked(self, interaction: discord.Interaction) -> None:
+        if self.action == "cancel":
+            await interaction.response.edit_message(content=CANCELLED, view=None)
+        elif clock.now().timestamp() > self.expires:
+            await interaction.response.edit_message(content=EXPIRED, view=None)
+        else:
+            await _delete(interaction)
 
 
 async def _delete(interaction: discord.Interaction) -> None:

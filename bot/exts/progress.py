@@ -15,6 +15,7 @@ from discord.ext import commands
 from bot import clock
 from bot.app import BrrrBot
 from bot.exts.common import bot_of, display_name, guild_id_of
+from bot.exts.errors import AnswersErrors
 from bot.presentation.boards import leaderboard_embed, profile_text
 from bot.presentation.images import profile_card
 from bot.progress.leaderboard import Page, leaderboard
@@ -100,6 +101,7 @@ class Progress(commands.Cog):
 
 
 class PageButton(
+    AnswersErrors,
     discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
     template=r"brrr:lb:(?P<period>week|month|all):(?P<page>[0-9]{1,9})",
 ):
@@ -126,7 +128,7 @@ class PageButton(
         label = getattr(item, "label", None) or ""
         return cls(cast(Board, match["period"]), int(match["page"]), label)
 
-    async def callback(self, interaction: discord.Interaction) -> None:
+    async def clicked(self, interaction: discord.Interaction) -> None:
         cog = bot_of(interaction).get_cog("Progress")
         assert isinstance(cog, Progress)
         embed, view = await cog.board_page(interaction, self.period, self.page)

@@ -13,7 +13,7 @@ from discord.ext import commands
 
 from bot import guilds
 from bot.app import BrrrBot
-from bot.exts.admin.content import ContentCommands
+from bot.exts.admin.content import ContentCommands, DraftButton
 from bot.exts.admin.export import ExportCommands
 from bot.exts.admin.grading import GradingCommands
 from bot.exts.admin.posts import PostCommands
@@ -55,4 +55,10 @@ class Admin(
 
 
 async def setup(bot: BrrrBot) -> None:
+    # quest previews' buttons answer from the database, whichever process sent them
+    bot.add_dynamic_items(DraftButton)
     await bot.add_cog(Admin(bot))
+
+
+async def teardown(bot: BrrrBot) -> None:
+    bot.remove_dynamic_items(DraftButton)

@@ -17,6 +17,7 @@ from bot.content.problems import Problem
 from bot.curriculum import drafts, map_edits
 from bot.exts.admin.base import AdminBase
 from bot.exts.common import UserFacingError, bot_of, find_quest, guild_id_of, quest_autocomplete
+from bot.exts.errors import AnswersErrors
 from bot.presentation.limits import batch_embeds, truncate
 from bot.presentation.quests import quest_embeds
 from bot.presentation.safety import no_pings
@@ -34,15 +35,6 @@ DraftAction = Literal["publish", "cancel"]
 
 
 class ContentCommands(AdminBase):
-    async def cog_load(self) -> None:
-        """Register the preview buttons' handler, so clicks on any preview still open reach it."""
-        self.bot.add_dynamic_items(DraftButton)
-        await super().cog_load()  # type: ignore[misc]  # the next mixin's, or Cog's
-
-    async def cog_unload(self) -> None:
-        self.bot.remove_dynamic_items(DraftButton)
-        await super().cog_unload()  # type: ignore[misc]
-
     @app_commands.command(name="quest-add", description="Add a quest from a YAML file")
     @app_commands.describe(file="one quest in the same YAML format as quests/*.yaml")
     async def quest_add(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
@@ -192,6 +184,7 @@ class ContentCommands(AdminBase):
 
 
 class DraftButton(
+    AnswersErrors,
     discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
     template=r"brrr:draft:(?P<action>publish|cancel):(?P<key>[0-9]{1,18}-[0-9]{1,12})",
 ):
@@ -212,7 +205,7 @@ class DraftButton(
     ) -> Self:
         return cls(cast(DraftAction, match["action"]), match["key"])
 
-    async def callback(self, interaction: discord.Interaction) -> None:
+    async def clicked(self, interaction: discord.Interaction) -> None:
         cog = bot_of(interaction).get_cog("Admin")
         assert isinstance(cog, ContentCommands)
         if self.action == "publish":
