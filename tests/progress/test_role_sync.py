@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.db.models import Guild, LevelRole, Member, MemberXp, RoleGrant, RoleSync
 from bot.progress import champions
+from bot.progress.awards import award_verdict
 from bot.progress.level_roles import add_level_role, remove_level_role, set_mode
 from bot.progress.periods import week_key
 from bot.progress.role_queue import queue_users
@@ -320,3 +321,42 @@ async def test_hidden_members_are_never_crowned(world: World) -> None:
             update(MemberXp).where(MemberXp.member_id == ada).values(listed=False)
         )
     assert [c.user_id for c in await _crown(world, week_key(week.date()))] == [2]
+
+
+async def _quiz(world: World, member_id: int) -> None:
+    async with world.sessions() as session, session.begin():
+        await award_verdict(
+            session,
+            guild_id=GUILD_ID,
+            member_id=member_id,
+            task_ref="q1/quiz",
+            task_xp=60,
+            status="passed",
+            score=1.0,
+            submission_id=None,
+            tz=world.tz,
+            now=NOW,
+            source="quiz",
+        )
+
+
+XP_PATHS: dict[str, Callable[[World, int], Awaitable[object]]] = {
+    "graded build": lambda world, member: world.verdict(member, NOW, xp=60),
+    "quiz": _quiz,
+    "/done": lambda world, member: world.done(member, NOW, "q1/read", xp=60),
+    "/admin xp": lambda world, member: world.grant(member, 60, NOW),
+}
+
+
+@pytest.mark.parametrize("path", XP_PATHS)
+async def test_every_xp_path_queues_the_member_for_their_level_role(
+    world: World, path: str
+) -> None:
+    await _configure(world)
+    discord = FakeDiscord()
+    member = await world.member(7)
+    assert await _queue(world) == []
+    await XP_PATHS[path](world, member)  # 60 XP: level 2
+    assert [row.user_id for row in await _queue(world)] == [7]
+    await _drain(world, discord)
+    assert discord.of(7) == {APPRENTICE}
