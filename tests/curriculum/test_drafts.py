@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -16,10 +16,11 @@ from bot.curriculum.drafts import (
 )
 from bot.db.engine import make_sessionmaker
 from bot.db.models import Guild, QuestDraft
+from tests import timeline
 
 GUILD = 91
 MODERATOR = 7
-NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+NOW = timeline.monday_after(timeline.now()) + timedelta(hours=9)
 
 
 async def test_a_draft_opens_until_it_expires_then_is_deleted(engine: AsyncEngine) -> None:

@@ -8,7 +8,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import AsyncIterator
-from datetime import date, datetime, timedelta
+from datetime import datetime, time, timedelta
 from pathlib import Path
 
 import pytest
@@ -31,12 +31,15 @@ from bot.progress.awards import award_verdict
 from bot.progress.champions import NOBODY
 from bot.progress.highlights import weekly_highlights
 from bot.progress.leaderboard import Page, leaderboard, rank_of
-from bot.progress.periods import week_of
+from bot.progress.periods import week_key, week_of
 from bot.progress.profile import profile
 from bot.progress.totals import Board, rebuild_totals
+from tests import timeline
 from tests.progress.world import BERLIN, GUILD_ID, World, totals_from_ledger
 
-NOW = datetime(2026, 11, 25, 12, 0, tzinfo=BERLIN)  # a Wednesday in 2026-W48
+#: the Monday of a week after the real now, and noon on its Wednesday in Berlin
+MONDAY = timeline.monday_after(timeline.now()).date()
+NOW = timeline.local(MONDAY + timedelta(days=2), time(12, 0), BERLIN)
 #: a user id long enough that finding its digits by chance in an audit row is out of the question
 ADA_USER = 987_654_321_012_345_678
 ListedRow = tuple[int, str, str, int, datetime, bool]
@@ -182,7 +185,9 @@ async def test_a_hidden_member_earning_stays_off_the_boards(world: World) -> Non
     await world.verdict(bob, next_week, task="q9/build", xp=1000)
     async with world.sessions() as session:
         top = await rank_of(session, GUILD_ID, "all", "all", bob)
-        week = await rank_of(session, GUILD_ID, "week", "2026-W49", bob)
+        week = await rank_of(
+            session, GUILD_ID, "week", week_key(next_week.astimezone(BERLIN).date()), bob
+        )
     assert top is not None and (top.rank, top.xp, top.listed) == (1, 1200, False)
     assert week is not None and (week.rank, week.listed) == (1, False)
     assert [e.member_id for e in (await board(world)).entries][:2] == [ada, cyd]
@@ -196,7 +201,7 @@ async def test_totals_with_hidden_members_equal_a_rebuild(world: World) -> None:
     """The incremental totals, listed flags and buckets through hides, shows, awards and a
     deletion equal what a rebuild from the ledger makes of them."""
     members = [await world.member(user_id) for user_id in (1, 2, 3, 4)]
-    start = datetime(2026, 10, 26, 0, 30, tzinfo=BERLIN)
+    start = timeline.local(MONDAY - timedelta(days=40), time(0, 30), BERLIN)  # 5 weeks, 2 months
     for day in range(0, 40, 4):
         for n, member in enumerate(members):
             when = start + timedelta(days=day, hours=5 * n)
@@ -226,8 +231,8 @@ async def test_totals_with_hidden_members_equal_a_rebuild(world: World) -> None:
 
 
 async def test_weekly_highlights_leave_hidden_members_out(world: World) -> None:
-    week = week_of(date(2026, 11, 23), BERLIN)
-    monday = datetime(2026, 11, 23, 8, 0, tzinfo=BERLIN)
+    week = week_of(MONDAY, BERLIN)
+    monday = timeline.local(MONDAY, time(8, 0), BERLIN)
     ada, bob, cyd = [await world.member(user_id) for user_id in (1, 2, 3)]
     for day in range(3):  # three-day streaks, and level 3 within the week, for ada and bob
         for member, xp in ((ada, 60), (bob, 50), (cyd, 10)):
