@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, get_args
 
-from sqlalchemy import ColumnElement, Select, delete, func, literal, select
+from sqlalchemy import ColumnElement, Select, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot import audit
 from bot.db.dialect import upsert
 from bot.db.models import Guild, LevelRole, Member, MemberXp, RoleGrant, RoleSync
-from bot.db.types import UTCDateTime
 from bot.progress.levels import level_for, xp_for_level
+from bot.progress.role_queue import queue_selected
 from bot.progress.totals import ALL_TIME_KEY
 
 Mode = Literal["stack", "highest"]
@@ -121,9 +121,9 @@ async def add_level_role(
     levels = {**config.level_roles, level: role_id}
     upper = _next_level(levels, level) if config.mode == "highest" else None
     reached = _members_between(guild_id, level, upper)
-    queued = await _queue_from(session, reached, now)
+    queued = await queue_selected(session, reached, now)
     if replaced is not None:
-        await _queue_from(session, _holders(guild_id, replaced), now)
+        await queue_selected(session, _holders(guild_id, replaced), now)
     audit.add(
         session,
         guild_id=guild_id,
@@ -156,7 +156,7 @@ async def remove_level_role(
     await session.execute(
         delete(LevelRole).where(LevelRole.guild_id == guild_id, LevelRole.level == level)
     )
-    queued = await _queue_from(session, _holders(guild_id, role_id), now)
+    queued = await queue_selected(session, _holders(guild_id, role_id), now)
     audit.add(
         session,
         guild_id=guild_id,
@@ -211,7 +211,7 @@ async def set_mode(
     queued = 0
     levels = sorted((await role_config(session, guild_id)).level_roles)
     if old != new and len(levels) >= 2:
-        queued = await _queue_from(session, _members_between(guild_id, levels[1], None), now)
+        queued = await queue_selected(session, _members_between(guild_id, levels[1], None), now)
     audit.add(
         session,
         guild_id=guild_id,
@@ -301,21 +301,3 @@ def _holders(guild_id: int, role_id: int) -> Select[tuple[int, int]]:
     return select(RoleGrant.guild_id, RoleGrant.user_id).where(
         RoleGrant.guild_id == guild_id, RoleGrant.role_id == role_id
     )
-
-
-async def _queue_from(session: AsyncSession, users: Select[tuple[int, int]], now: datetime) -> int:
-    """Queue every (guild, user) ``users`` selects, due now, in one statement; how many."""
-    count = await session.scalar(select(func.count()).select_from(users.subquery()))
-    if not count:
-        return 0
-    chosen = users.add_columns(literal(now, UTCDateTime()))
-    statement = upsert(session, RoleSync).from_select(
-        [RoleSync.guild_id, RoleSync.user_id, RoleSync.due_at], chosen
-    )
-    await session.execute(
-        statement.on_conflict_do_update(
-            index_elements=[RoleSync.guild_id, RoleSync.user_id],
-            set_={"due_at": statement.excluded.due_at, "attempts": 0},
-        )
-    )
-    return int(count)

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import exists, literal, or_, select
+from sqlalchemy import Select, exists, func, literal, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.db.dialect import upsert
 from bot.db.models import Guild, LevelRole, Member, RoleSync
+from bot.db.types import UTCDateTime
 
 
 async def queue_users(
@@ -45,11 +46,29 @@ async def queue_member_if_roles(
         exists().where(LevelRole.guild_id == guild_id),
         exists().where(Guild.id == guild_id, Guild.champion_role_id.is_not(None)),
     )
-    chosen = select(Member.guild_id, Member.user_id, literal(now)).where(
+    chosen = select(Member.guild_id, Member.user_id).where(
         Member.id == member_id, Member.anonymised_at.is_(None), has_roles
     )
+    await _insert_selected(session, chosen, now)
+
+
+async def queue_selected(
+    session: AsyncSession, users: Select[tuple[int, int]], now: datetime
+) -> int:
+    """Queue every (guild, user) ``users`` selects, due now, in one statement; how many."""
+    count = await session.scalar(select(func.count()).select_from(users.subquery()))
+    if not count:
+        return 0
+    await _insert_selected(session, users, now)
+    return int(count)
+
+
+async def _insert_selected(
+    session: AsyncSession, users: Select[tuple[int, int]], now: datetime
+) -> None:
     statement = upsert(session, RoleSync).from_select(
-        [RoleSync.guild_id, RoleSync.user_id, RoleSync.due_at], chosen
+        [RoleSync.guild_id, RoleSync.user_id, RoleSync.due_at],
+        users.add_columns(literal(now, UTCDateTime())),
     )
     await session.execute(
         statement.on_conflict_do_update(
