@@ -48,11 +48,18 @@ RUN /app/.venv/bin/pip install -e ".[postgres]" \
 VOLUME ["/app/data"]
 USER 10001:10001
 
-# Healthy = the database answers and its schema is at the newest migration (the bot
-# migrates at start). It does not say whether the Discord gateway is connected: nothing
-# exposes that outside the process.
-HEALTHCHECK --interval=30s --timeout=15s --start-period=60s --retries=3 \
-    CMD ["sh", "-c", "brrrbot db current | grep -qF '(head)'"]
+# The bot's HTTP server (/healthz, /metrics) listens on all of the container's interfaces:
+# its default, 127.0.0.1, would let only the healthcheck below reach it, not a Prometheus
+# scraping the bot from another container or host. Publish the port only where that
+# scraper needs it; the endpoints have no authentication.
+ENV HTTP_HOST=0.0.0.0
+
+# Healthy = /healthz answers 200: the Discord gateway is connected and the database answers
+# (the bot serves it only after migrating). Live workers are reported, not required (see
+# the README's Operations section). A 503 or no answer makes urlopen raise: exit code 1.
+# Python, because the slim image has no curl or wget.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('HTTP_PORT', '8080'), timeout=5)"]
 
 # --no-workers: this image has no torch; grading is the worker image's job. (A WORKERS
 # value in a shared .env is then ignored here instead of starting a pool that cannot run.)

@@ -53,6 +53,7 @@ async def main(concurrent: int, submits: int) -> None:
         "QUESTS_DIR": str(REPO / "quests"),
         "WORKERS": "1",
         "LOG_LEVEL": "WARNING",
+        "HTTP_PORT": "0",
         "SUBMISSIONS_PER_HOUR": "1000",
     }
     async with fake, BotProcess(fake.urls, ["run"], env=env, cwd=workdir) as bot:

@@ -97,6 +97,7 @@ async def main(members: int, bucket: RateLimitPolicy, real: RateLimitPolicy) -> 
         "DATABASE_URL": database_url,
         "QUESTS_DIR": str(REPO / "quests"),
         "LOG_LEVEL": "WARNING",
+        "HTTP_PORT": "0",
     }
     async with fake, BotProcess(fake.urls, ["run", "--no-workers"], env=env, cwd=workdir):
         await fake.wait_until_connected(timeout=60)

@@ -7,7 +7,9 @@ intents: slash commands and attachments need none.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import Any
 
 import discord
 from discord.ext import commands
@@ -15,8 +17,12 @@ from discord.ext import commands
 from bot import clock
 from bot.command_sync import commands_digest, remember_synced, synced_digest
 from bot.services import Services
+from bot.shutdown import Drains
 
 log = logging.getLogger(__name__)
+
+#: the answer to an interaction that arrives while the bot is stopping
+RESTARTING = "The bot is restarting; try again in a minute."
 
 #: extensions loaded at start, one per feature area
 EXTENSIONS: tuple[str, ...] = (
@@ -32,6 +38,7 @@ EXTENSIONS: tuple[str, ...] = (
     "bot.exts.privacy",
     "bot.exts.help",
     "bot.exts.stale_components",
+    "bot.exts.metrics_events",
 )
 
 
@@ -50,11 +57,13 @@ class BrrrBot(commands.Bot):
             help_command=None,
         )
         self.services = services
+        self._refusals: set[asyncio.Task[None]] = set()
 
     async def setup_hook(self) -> None:
-        from bot.exts.errors import on_app_command_error
+        from bot.exts.errors import name_the_guild, on_app_command_error
 
         self.tree.on_error = on_app_command_error
+        self.tree.interaction_check = name_the_guild  # log lines of a command name its server
         for extension in EXTENSIONS:
             await self.load_extension(extension)
         await self._sync_commands()
@@ -74,3 +83,40 @@ class BrrrBot(commands.Bot):
 
     async def on_ready(self) -> None:
         log.info("connected as %s in %d server(s)", self.user, len(self.guilds))
+
+    async def drain(self, timeout_s: float) -> None:
+        """Before ``close`` on a graceful stop: take no new interactions, and give the work in
+        flight (cogs that ``Drains``: verdict deliveries) at most ``timeout_s`` to finish;
+        ``close`` then cancels whatever is left, which the database picks up after the restart.
+        """
+        self._stop_taking_interactions()
+        drains = [cog.drain() for cog in self.cogs.values() if isinstance(cog, Drains)]
+        tasks = [asyncio.ensure_future(drain) for drain in drains]
+        if not tasks:
+            return
+        _, left = await asyncio.wait(tasks, timeout=timeout_s)
+        for task in left:
+            task.cancel()
+        if left:
+            log.warning("work still in flight after %g s; abandoned to the next start", timeout_s)
+
+    def _stop_taking_interactions(self) -> None:
+        """Every interaction from now on gets a short ephemeral answer instead of running: a
+        command started now would be cut off by the close."""
+        state = self._connection
+
+        def refuse(data: Any) -> None:
+            interaction = discord.Interaction(data=data, state=state)
+            if interaction.type is discord.InteractionType.autocomplete:
+                return  # cannot carry a message
+            task = asyncio.create_task(self._answer_restarting(interaction))
+            self._refusals.add(task)
+            task.add_done_callback(self._refusals.discard)
+
+        state.parsers["INTERACTION_CREATE"] = refuse
+
+    async def _answer_restarting(self, interaction: discord.Interaction) -> None:
+        try:
+            await interaction.response.send_message(RESTARTING, ephemeral=True)
+        except Exception as exc:  # the client may be closing under it: the answer is a courtesy
+            log.info("interaction %d not answered while stopping: %s", interaction.id, exc)

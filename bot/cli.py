@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from bot.config import DEFAULT_DATABASE_URL, Settings, load_settings, settings_file
 from bot.errors import UserError
+from bot.logs import configure as configure_logging
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 
@@ -162,6 +165,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="environment variable holding the role's password (default: WORKER_DB_PASSWORD)",
     )
     role.set_defaults(handler=_cmd_db_worker_role)
+    backup = db_commands.add_parser(
+        "backup",
+        help="copy the live SQLite database into FILE",
+        description="Take a consistent snapshot of the SQLite database while the bot and "
+        "workers go on writing, check it and print what it holds. On PostgreSQL, print the "
+        "pg_dump command to run instead (exit 2). Exit 0 written, 1 failed, 2 bad input.",
+    )
+    backup.add_argument("file", type=Path, metavar="FILE", help="the backup to write (0600)")
+    backup.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    backup.set_defaults(handler=_cmd_db_backup)
+    restore = db_commands.add_parser(
+        "restore",
+        help="replace the SQLite database with a backup",
+        description="Check FILE, migrate a copy of it to the newest schema and put it in the "
+        "database's place. Refuses while the bot or a worker uses the database. The replaced "
+        "database is kept as DATABASE.before-restore-TIMESTAMP unless --no-keep is given. On "
+        "PostgreSQL, print the pg_restore command to run instead (exit 2).",
+    )
+    restore.add_argument(
+        "file", type=Path, metavar="FILE", help="a file written by brrrbot db backup"
+    )
+    restore.add_argument("--no-keep", action="store_true", help="do not keep the replaced database")
+    restore.set_defaults(handler=_cmd_db_restore)
     return parser
 
 
@@ -186,13 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(words)
         settings = load_settings(settings_file())
-        logging.basicConfig(
-            level=settings.log_level,
-            format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-            stream=sys.stderr,
-        )
-        if settings.log_level != "DEBUG":
-            logging.getLogger("alembic").setLevel(logging.WARNING)
+        configure_logging(settings.log_level, settings.log_format)
         handler: Handler = args.handler
         return handler(args, settings)
     except UserError as exc:
@@ -310,6 +330,70 @@ def _cmd_db_current(args: argparse.Namespace, settings: Settings) -> int:
 
     print(asyncio.run(describe_revision(settings.database_url)))
     return 0
+
+
+def _cmd_db_backup(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.db.backup import backup, postgres_backup_command
+
+    database = _sqlite_database(settings, postgres_backup_command, args.file)
+    if database is None:
+        return 2
+    snapshot = backup(database, args.file, force=args.force)
+    print(
+        f"wrote {snapshot.path}: {_size(snapshot.size_bytes)}, revision {snapshot.revision}, "
+        f"{snapshot.ledger_rows} XP ledger rows, {snapshot.submissions} submissions"
+    )
+    return 0
+
+
+def _cmd_db_restore(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.db.backup import postgres_restore_command, restore
+    from bot.db.types import utcnow
+
+    database = _sqlite_database(settings, postgres_restore_command, args.file)
+    if database is None:
+        return 2
+    restored = restore(args.file, database, now=utcnow(), keep=not args.no_keep)
+    snapshot = restored.snapshot
+    migrated = (
+        f" (migrated from {restored.from_revision})"
+        if restored.from_revision != snapshot.revision
+        else ""
+    )
+    print(
+        f"restored {args.file} into {database}: revision {snapshot.revision}{migrated}, "
+        f"{snapshot.ledger_rows} XP ledger rows, {snapshot.submissions} submissions"
+    )
+    if restored.kept is not None:
+        print(f"the replaced database is kept as {restored.kept}")
+    return 0
+
+
+def _sqlite_database(
+    settings: Settings, postgres_command: Callable[[URL, Path], str], file: Path
+) -> Path | None:
+    """DATABASE_URL's SQLite file; None after printing the command to run for PostgreSQL."""
+    from bot.db.engine import parse_url, sqlite_path
+
+    url = parse_url(settings.database_url)
+    if url.get_backend_name() == "postgresql":
+        print(
+            "brrrbot does not copy a PostgreSQL database itself; with the bot and workers "
+            "stopped for a restore, run:\n"
+            f"  {postgres_command(url, file)}\n"
+            "giving the password in PGPASSWORD or ~/.pgpass, never on the command line"
+        )
+        return None
+    path = sqlite_path(url)
+    if path is None:
+        raise UserError(f"DATABASE_URL {url.render_as_string()} has no file to copy")
+    return path
+
+
+def _size(size_bytes: int) -> str:
+    if size_bytes < 1024 * 1024:
+        return f"{size_bytes / 1024:.1f} KiB"
+    return f"{size_bytes / 1024 / 1024:.1f} MiB"
 
 
 def _cmd_db_verify(args: argparse.Namespace, settings: Settings) -> int:

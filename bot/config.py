@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.errors import ConfigError
+from bot.logs import LogFormat
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/brrrbot.sqlite3"
 
@@ -29,12 +30,15 @@ FIX_HINTS: dict[str, str] = {
     "QUESTS_DIR": "point it at a directory holding library.yaml, map.yaml and the quest files, "
     "or unset it to use the shipped quests",
     "LOG_LEVEL": "use one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
+    "LOG_FORMAT": "use text (lines for people) or json (one JSON object per line)",
     "WORKERS": "use a whole number from 0 (no local workers) to 64",
     "MAX_PY_BYTES": "use a size in bytes between 1 KiB and 10 MiB, e.g. 262144",
     "MAX_NOTEBOOK_BYTES": "use a size in bytes between 1 KiB and 10 MiB, e.g. 2097152",
     "SUBMISSIONS_PER_HOUR": "use a whole number from 1 to 1000",
     "LEASE_SECONDS": "use a whole number of seconds from 2 to 600, e.g. 30",
     "WORKER_DEVICE": "use auto (a GPU when one is usable), cpu or cuda",
+    "HTTP_HOST": "use an address of this machine, e.g. 127.0.0.1 or 0.0.0.0 (all interfaces)",
+    "HTTP_PORT": "use a port number from 1 to 65535, or 0 to turn the HTTP server off",
 }
 
 
@@ -52,17 +56,25 @@ class Settings(BaseSettings):
     database_url: str = DEFAULT_DATABASE_URL
     quests_dir: Path | None = None  # unset: ./quests if it is one, else the shipped quests
     log_level: LogLevel = "INFO"
+    log_format: LogFormat = "text"
     workers: int = Field(default=1, ge=0, le=64)
     max_py_bytes: int = Field(default=256 * 1024, ge=1024, le=10 * 1024 * 1024)
     max_notebook_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=10 * 1024 * 1024)
     submissions_per_hour: int = Field(default=20, ge=1, le=1000)
     lease_seconds: int = Field(default=30, ge=2, le=600)
     worker_device: DeviceChoice = "auto"
+    http_host: str = Field(default="127.0.0.1", min_length=1)
+    http_port: int = Field(default=8080, ge=0, le=65535)  # 0: no HTTP server
 
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper_level(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_format(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("worker_device", mode="before")
     @classmethod

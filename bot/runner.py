@@ -23,16 +23,27 @@ from bot.app import BrrrBot
 from bot.config import ENV_FILE_VARIABLE, Settings
 from bot.content import Content
 from bot.content.location import content_directory
-from bot.db import migrate
+from bot.db import migrate, presence
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.errors import ConfigError, ServiceUnavailable
 from bot.grading import PARENT_PID_ENV
+from bot.http.health import HealthCheck
+from bot.http.server import http_server
+from bot.metrics import Scrape
 from bot.sandbox import linux
 from bot.services import Services
+from bot.shutdown import Shutdown
 from bot.startup import load_content_or_fail
 from bot.supervision import Backoff
 
 log = logging.getLogger(__name__)
+
+#: after a signal: how long interactions and deliveries in flight get to finish
+DRAIN_S = 4.0
+#: the local pool is killed this long before the forced exit, whatever it is doing
+POOL_KILL_MARGIN_S = 1.5
+#: how long a pool told to stop may take to finish its jobs in hand before it is killed
+POOL_GRACE_S = 7.5
 
 
 def run(settings: Settings, *, local_workers: int) -> int:
@@ -44,6 +55,16 @@ def run(settings: Settings, *, local_workers: int) -> int:
 
 
 async def _serve(settings: Settings, content: Content, token: str, local_workers: int) -> None:
+    shutdown = Shutdown()
+    with shutdown.handling_signals():
+        await _serve_until_stopped(settings, content, token, local_workers, shutdown)
+    if shutdown.signal_name is not None:
+        log.info("stopped")
+
+
+async def _serve_until_stopped(
+    settings: Settings, content: Content, token: str, local_workers: int, shutdown: Shutdown
+) -> None:
     engine = make_engine(settings.database_url)
     try:
         await migrate.upgrade(engine)
@@ -57,8 +78,15 @@ async def _serve(settings: Settings, content: Content, token: str, local_workers
         )
         bot = BrrrBot(services)
         try:
-            async with local_worker_pool(local_workers, settings), bot:
-                await bot.start(token)
+            async with (
+                presence.beating(services.sessions),  # first in, last out: the beat ends last
+                http_server(
+                    settings, HealthCheck(bot, services.reads), Scrape(services.reads, bot)
+                ),
+                local_worker_pool(local_workers, settings, shutdown),
+                bot,
+            ):
+                await _run_until_stopped(bot, token, shutdown)
         except discord.LoginFailure:
             raise ConfigError(
                 "DISCORD_TOKEN was rejected by Discord; reset the token in the developer "
@@ -69,7 +97,31 @@ async def _serve(settings: Settings, content: Content, token: str, local_workers
         except (aiohttp.ClientConnectionError, OSError) as exc:
             raise ServiceUnavailable(f"cannot reach Discord: {exc}") from None
     finally:
+        shutdown.step = "closing the database"
         await engine.dispose()
+
+
+async def _run_until_stopped(bot: BrrrBot, token: str, shutdown: Shutdown) -> None:
+    """Run the client until it ends by itself (its error propagates) or a signal asks for a
+    stop: then no new interactions, the work in flight finishes (at most ``DRAIN_S``), and the
+    client closes its gateway connection normally, so Discord shows the bot offline at once."""
+    client = asyncio.create_task(bot.start(token), name="discord-client")
+    asked = asyncio.create_task(shutdown.requested.wait(), name="shutdown-request")
+    try:
+        await asyncio.wait({client, asked}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        asked.cancel()
+    if client.done():
+        client.result()
+        return
+    shutdown.step = "letting the work in flight finish"
+    await bot.drain(DRAIN_S)
+    shutdown.step = "closing the Discord client"
+    await bot.close()
+    try:
+        await client
+    except Exception:  # the connection's end, seen by a client that was told to close
+        log.info("the Discord client ended while closing", exc_info=True)
 
 
 #: variables the local pool inherits from the bot's environment: the system's, the
@@ -97,6 +149,7 @@ def worker_environment(
         "DATABASE_URL": settings.database_url,
         "QUESTS_DIR": str(content_directory(settings.quests_dir)),
         "LOG_LEVEL": settings.log_level,
+        "LOG_FORMAT": settings.log_format,
         "WORKER_DEVICE": settings.worker_device,
         "LEASE_SECONDS": str(settings.lease_seconds),
         "MAX_PY_BYTES": str(settings.max_py_bytes),
@@ -107,13 +160,19 @@ def worker_environment(
 
 
 @contextlib.asynccontextmanager
-async def local_worker_pool(count: int, settings: Settings) -> AsyncIterator[None]:
+async def local_worker_pool(
+    count: int, settings: Settings, shutdown: Shutdown
+) -> AsyncIterator[None]:
     """Run ``brrrbot worker --count N`` beside the bot for as long as it runs, replacing it
-    whenever it exits (see ``PoolSupervisor``)."""
+    whenever it exits (see ``PoolSupervisor``).  A signal to the bot reaches the pool at once
+    (SIGTERM: it finishes the jobs in hand) and the pool is killed shortly before the
+    shutdown's deadline; a forced exit kills it first."""
     if count < 1:
         yield
         return
     supervisor = PoolSupervisor(count, worker_environment(os.environ, settings, os.getpid()))
+    shutdown.on_request(supervisor.terminate)
+    shutdown.on_force(supervisor.kill)
     task = asyncio.create_task(supervisor.run(), name="worker-pool")
     try:
         yield
@@ -121,13 +180,17 @@ async def local_worker_pool(count: int, settings: Settings) -> AsyncIterator[Non
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        await supervisor.stop()
+        shutdown.step = "stopping the local worker pool"
+        await supervisor.stop(max(0.0, shutdown.time_left() - POOL_KILL_MARGIN_S))
 
 
 class PoolSupervisor:
     """Keeps one local pool process running: a pool that exits (crashed, OOM-killed, its
     worker's zygote gone) is started again after ``Backoff``'s delay, so the bot never goes
-    on accepting submissions that nothing will grade."""
+    on accepting submissions that nothing will grade.
+
+    The pool runs in its own process group, so that it and its workers can be killed
+    together; a terminal's Ctrl-C reaches only the bot, which passes it on as SIGTERM."""
 
     def __init__(self, count: int, env: dict[str, str], backoff: Backoff | None = None) -> None:
         self.command = [sys.executable, "-m", "bot", "worker", "--count", str(count)]
@@ -135,19 +198,28 @@ class PoolSupervisor:
         self.env = env
         self.backoff = backoff or Backoff()
         self.process: asyncio.subprocess.Process | None = None
+        self.stopping = False
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        while True:
+        while not self.stopping:
             started = loop.time()
             try:
-                self.process = await asyncio.create_subprocess_exec(*self.command, env=self.env)
+                self.process = await asyncio.create_subprocess_exec(
+                    *self.command, env=self.env, process_group=0
+                )
             except OSError as exc:  # e.g. out of processes or memory: try again later
                 what = f"could not be started ({exc})"
             else:
                 pid = self.process.pid
                 log.info("started %d local grading worker(s), pid %d", self.count, pid)
-                what = f"(pid {pid}) {_describe_exit(await self.process.wait())}"
+                if self.stopping:  # asked to stop while it was starting
+                    self.terminate()
+                code = await self.process.wait()
+                if self.stopping:
+                    log.info("the local grading workers (pid %d) stopped", pid)
+                    return
+                what = f"(pid {pid}) {_describe_exit(code)}"
             ran_s = loop.time() - started
             delay = self.backoff.delay(ran_s)
             log.error(
@@ -158,18 +230,33 @@ class PoolSupervisor:
             )
             await asyncio.sleep(delay)
 
-    async def stop(self) -> None:
-        """Ask the pool to finish its jobs in hand and exit; kill it after 30 s."""
+    def terminate(self) -> None:
+        """Ask the pool to finish its jobs in hand and exit, and start no other."""
+        self.stopping = True
+        process = self.process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+
+    def kill(self) -> None:
+        """SIGKILL the pool's whole process group (it and its workers; their zygotes follow
+        them).  Safe from any thread (the deadline's, for a forced exit)."""
+        process = self.process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+
+    async def stop(self, grace_s: float = POOL_GRACE_S) -> None:
+        """``terminate``, then ``kill`` if the pool has not exited within ``grace_s``."""
+        self.terminate()
         process = self.process
         if process is None or process.returncode is not None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            process.terminate()
         try:
-            await asyncio.wait_for(process.wait(), 30)
+            await asyncio.wait_for(process.wait(), grace_s)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+            log.warning("the local grading workers did not stop within %.1f s: killed", grace_s)
+            self.kill()
             await process.wait()
 
 

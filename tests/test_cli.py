@@ -30,6 +30,8 @@ COMMANDS = [
     ["db", "current"],
     ["db", "verify"],
     ["db", "worker-role"],
+    ["db", "backup"],
+    ["db", "restore"],
 ]
 
 
@@ -206,7 +208,7 @@ def test_run_with_broken_content_lists_each_problem(tmp_path: Path) -> None:
     quests = tmp_path / "quests"
     shutil.copytree(SEED_QUESTS, quests)
     (quests / "map.yaml").write_text("phases: [\n")
-    result = run_cli("run", cwd=tmp_path, env={"DISCORD_TOKEN": "x"})
+    result = run_cli("run", cwd=tmp_path, env={"DISCORD_TOKEN": "x", "HTTP_PORT": "0"})
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "map.yaml:" in result.stderr
@@ -215,7 +217,7 @@ def test_run_with_broken_content_lists_each_problem(tmp_path: Path) -> None:
 
 def test_run_migrates_then_reports_unreachable_discord(tmp_path: Path) -> None:
     # No network here: the bot gets as far as logging in, after migrating the database.
-    env = {"DISCORD_TOKEN": "not-a-real-token", "QUESTS_DIR": str(SEED_QUESTS)}
+    env = {"DISCORD_TOKEN": "not-a-real-token", "QUESTS_DIR": str(SEED_QUESTS), "HTTP_PORT": "0"}
     result = run_cli("run", "--no-workers", cwd=tmp_path, env=env, timeout=120)
     assert "Traceback" not in result.stderr
     assert result.returncode in (1, 2), result.stderr

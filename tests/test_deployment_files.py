@@ -7,8 +7,14 @@ every variable compose sets against the settings in bot/config.py.
 
 from __future__ import annotations
 
+import http.server
+import json
+import os
 import re
 import shlex
+import subprocess
+import sys
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -151,11 +157,43 @@ def test_commands_are_real_cli_commands() -> None:
     )
 
 
-def test_healthcheck_uses_a_real_command() -> None:
+def _healthcheck_command() -> list[str]:
     checks = [rest for keyword, rest in _chain("bot") if keyword == "HEALTHCHECK"]
-    assert checks, "the bot has a HEALTHCHECK"
-    assert "brrrbot db current" in checks[0]
-    build_parser().parse_args(["db", "current"])
+    assert len(checks) == 1, "the bot has one HEALTHCHECK"
+    command = checks[0].partition("CMD ")[2]
+    assert command.startswith("["), f"use the exec (JSON) form: {command}"
+    return [str(part) for part in json.loads(command)]
+
+
+@pytest.mark.parametrize(("answer", "exit_code"), [(200, 0), (503, 1)])
+def test_healthcheck_asks_healthz_on_the_configured_port(answer: int, exit_code: int) -> None:
+    """The image's check, run as Docker runs it, against a stand-in /healthz (200 or 503) on
+    the port HTTP_PORT names; the bot listens on every interface of its container."""
+    asked: list[str] = []
+
+    class Healthz(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            self.send_response(answer)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    command = _healthcheck_command()
+    assert command[:2] == ["python", "-c"], "the slim image has no curl: Python asks"
+    with http.server.HTTPServer(("127.0.0.1", 0), Healthz) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        port = server.server_address[1]
+        env = {"PATH": os.environ["PATH"], "HTTP_PORT": str(port)}
+        result = subprocess.run(
+            [sys.executable, *command[1:]], env=env, capture_output=True, timeout=60
+        )
+        server.shutdown()
+    assert (result.returncode, asked) == (exit_code, ["/healthz"])
+    assert _env("bot")["HTTP_HOST"] == "0.0.0.0" and "HTTP_HOST" in SETTINGS
+    assert "'8080'" in command[2] and SETTINGS["HTTP_PORT"].default == 8080
 
 
 def test_install_lines_match_the_readme_quick_start() -> None:

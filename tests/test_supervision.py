@@ -78,6 +78,7 @@ def test_the_pool_gets_worker_settings_and_no_secret() -> None:
         "DATABASE_URL": "sqlite+aiosqlite:///./data/x.sqlite3",
         "QUESTS_DIR": "quests",
         "LOG_LEVEL": "INFO",
+        "LOG_FORMAT": "text",
         "WORKER_DEVICE": "cpu",
         "LEASE_SECONDS": "7",
         "MAX_PY_BYTES": "4096",

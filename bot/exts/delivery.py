@@ -16,7 +16,7 @@ from discord.ext import commands
 
 from bot.app import BrrrBot
 from bot.grading import outcomes
-from bot.grading.transport import PendingVerdict, RouteRefused
+from bot.grading.transport import PendingVerdict, RouteRefused, Transport
 from bot.presentation.verdicts import delivered_verdict, verdict_notice
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ PASS_FAILED_PAUSE_S = 1.0  # after a pass failed as a whole (the database is awa
 class Delivery(commands.Cog):
     def __init__(self, bot: BrrrBot) -> None:
         self.bot = bot
-        self.transport = DiscordTransport(bot)
+        self.transport = GatedTransport(DiscordTransport(bot))
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task[None] | None = None
 
@@ -42,9 +42,24 @@ class Delivery(commands.Cog):
     def wake(self) -> None:
         self._wake.set()
 
+    async def drain(self) -> None:
+        """For a graceful stop: start no new send; return once the send in flight (if any)
+        has completed and its delivery is recorded.  The caller then closes the bot, which
+        cancels the pass where it waits (``GatedTransport``); a verdict not yet sent stays
+        due in the database and goes out after the restart."""
+        self.transport.close()
+        self.wake()
+        if self._loop_task is None or self._loop_task.done() or not self.bot.is_ready():
+            return  # before ready the loop has sent nothing
+        parked = asyncio.create_task(self.transport.parked.wait())
+        try:
+            await asyncio.wait({self._loop_task, parked}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            parked.cancel()
+
     async def _deliver_forever(self) -> None:
         await self.bot.wait_until_ready()
-        while True:
+        while not self.transport.closed:
             try:
                 await outcomes.deliver_pending(self.bot.services, self.transport)
             except Exception:
@@ -53,6 +68,37 @@ class Delivery(commands.Cog):
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), DELIVERY_POLL_S)
+
+
+class GatedTransport:
+    """A ``Transport`` that can be closed between sends: once closed, a send that has not
+    started waits forever (sets ``parked``) instead of going out, so cancelling the pass there
+    never falls between a send and the record of its delivery."""
+
+    def __init__(self, inner: Transport) -> None:
+        self.inner = inner
+        self.closed = False
+        self.parked = asyncio.Event()
+
+    def close(self) -> None:
+        self.closed = True
+
+    async def _gate(self) -> None:
+        if self.closed:
+            self.parked.set()
+            await asyncio.Event().wait()  # until the pass is cancelled
+
+    async def edit_reply(self, pending: PendingVerdict) -> None:
+        await self._gate()
+        await self.inner.edit_reply(pending)
+
+    async def send_dm(self, pending: PendingVerdict) -> None:
+        await self._gate()
+        await self.inner.send_dm(pending)
+
+    async def post_notice(self, pending: PendingVerdict, channel_id: int) -> None:
+        await self._gate()
+        await self.inner.post_notice(pending, channel_id)
 
 
 class DiscordTransport:

@@ -18,6 +18,7 @@ from discord import app_commands
 from sqlalchemy.exc import OperationalError
 
 from bot.exts.common import UserFacingError
+from bot.logs import bind_context, log_context
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,8 @@ async def on_app_command_error(
 
 async def _unexpected(interaction: discord.Interaction, error: BaseException, what: str) -> None:
     ref = secrets.token_hex(3).upper()
-    log.error("%s failed (ref %s)", what, ref, exc_info=error)
+    ids = {"ref": ref, "guild_id": interaction.guild_id}  # fields of a JSON log line
+    log.error("%s failed (ref %s)", what, ref, exc_info=error, extra=ids)
     await reply_ephemeral(interaction, _storage_message(error, ref) or _GENERIC.format(ref))
 
 
@@ -61,12 +63,20 @@ class AnswersErrors:
         raise NotImplementedError
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        try:
-            await self.clicked(interaction)
-        except UserFacingError as error:
-            await reply_ephemeral(interaction, str(error))
-        except Exception as error:
-            await _unexpected(interaction, error, f"component {type(self).__name__}")
+        with log_context(guild_id=interaction.guild_id):
+            try:
+                await self.clicked(interaction)
+            except UserFacingError as error:
+                await reply_ephemeral(interaction, str(error))
+            except Exception as error:
+                await _unexpected(interaction, error, f"component {type(self).__name__}")
+
+
+async def name_the_guild(interaction: discord.Interaction) -> bool:
+    """The command tree's global check, which always passes: it runs first in the task that
+    handles the interaction, so every log line of that task names the server."""
+    bind_context(guild_id=interaction.guild_id)
+    return True
 
 
 _GENERIC = "Something went wrong (ref {}). It has been logged."

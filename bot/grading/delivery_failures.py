@@ -81,6 +81,7 @@ async def record_failure(
             )
         )
     trace = error if attempts == 1 or final else None  # the traceback once, not every try
+    ids = {"ref": reference, "submission_id": submission_id}  # fields of a JSON log line
     if final:
         log.error(
             "submission %d: verdict delivery failed for good after %d tries (ref %s, %s): %s; "
@@ -91,6 +92,7 @@ async def record_failure(
             stage,
             error,
             exc_info=trace,
+            extra=ids,
         )
     else:
         log.warning(
@@ -103,6 +105,7 @@ async def record_failure(
             policy.delay(attempts).total_seconds(),
             error,
             exc_info=trace,
+            extra=ids,
         )
     return final
 

@@ -29,6 +29,8 @@ from bot import clock
 from bot.db.models import Guild, Member, Submission
 from bot.grading.delivery_failures import RETRIES, RetryPolicy, record_failure
 from bot.grading.transport import PendingVerdict, Route, RouteRefused, Transport
+from bot.logs import log_context
+from bot.metrics import METRICS
 from bot.progress.awards import NO_AWARD, Award, award_verdict
 from graders.base import Verdict
 
@@ -79,25 +81,32 @@ async def deliver_pending(
     for _ in range(MAX_ROUNDS):
         due = await _due_for_settling(store.reads, now())
         for submission_id, guild_id, task_ref in due:
-            try:
-                xp = await store.task_xp(guild_id, task_ref)
-                async with store.sessions() as session, session.begin():
-                    settled += await settle(session, submission_id, xp, now())
-            except Exception as exc:
-                failed += 1
-                await record_failure(store.sessions, submission_id, "settle", exc, now(), policy)
+            with log_context(submission_id=submission_id, guild_id=guild_id):
+                try:
+                    xp = await store.task_xp(guild_id, task_ref)
+                    async with store.sessions() as session, session.begin():
+                        settled += await settle(session, submission_id, xp, now())
+                except Exception as exc:
+                    failed += 1
+                    METRICS.delivery_failed("settle")
+                    await record_failure(
+                        store.sessions, submission_id, "settle", exc, now(), policy
+                    )
         rows = await _due_for_delivery(store.reads, now())
         for row in rows:
-            try:
-                pending = _pending(row)
-                async with asyncio.timeout(SEND_TIMEOUT_S):
-                    route = await _send(transport, pending, now())
-                async with store.sessions() as session, session.begin():
-                    await mark_delivered(session, pending.submission_id, route, now())
-                delivered += 1
-            except Exception as exc:
-                failed += 1
-                await record_failure(store.sessions, row.id, "deliver", exc, now(), policy)
+            with log_context(submission_id=row.id, guild_id=row.guild_id):
+                try:
+                    pending = _pending(row)
+                    async with asyncio.timeout(SEND_TIMEOUT_S):
+                        route = await _send(transport, pending, now())
+                    async with store.sessions() as session, session.begin():
+                        await mark_delivered(session, pending.submission_id, route, now())
+                    delivered += 1
+                    METRICS.verdict_delivered(pending.verdict.status, row.created_at, now())
+                except Exception as exc:
+                    failed += 1
+                    METRICS.delivery_failed("deliver")
+                    await record_failure(store.sessions, row.id, "deliver", exc, now(), policy)
         if len(due) < BATCH and len(rows) < BATCH:
             break
     return PassResult(settled, delivered, failed)
@@ -181,6 +190,7 @@ async def _due_for_delivery(
                 Submission.reply_expires_at,
                 Submission.reply_channel_id,
                 Guild.quest_channel_id,
+                Submission.created_at,
             )
             .join(Member, Member.id == Submission.member_id)
             .join(Guild, Guild.id == Submission.guild_id)

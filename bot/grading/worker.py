@@ -31,6 +31,7 @@ from bot.grading.capabilities import Capabilities
 from bot.grading.job_spec import BadSpec, JobSpec
 from bot.grading.service import SandboxRunner, grade_prepared
 from bot.grading.wakeup import Wakeup
+from bot.logs import log_context
 from graders import REGISTRY
 from graders.base import Verdict
 
@@ -144,24 +145,29 @@ class Worker:
         self._busy = job is not None
         if job is None:
             return False
+        with log_context(job_id=job.job_id, submission_id=job.submission_id):
+            await self._handle(job)
+        return True
+
+    async def _handle(self, job: queue.ClaimedJob) -> None:
+        """Grade a claimed job and write its verdict, or release it for another attempt."""
         try:
             spec = gradable_spec(job.spec)
         except Ungradable as exc:
             task_ref = await self._task_ref(job.submission_id)
             log.warning("job %d (%s) cannot be graded here: %s", job.job_id, task_ref, exc)
             await self._finish(job, Verdict.internal_error(task_ref, str(exc)))
-            return True
+            return
         renewer = asyncio.create_task(self._keep_lease(job))
         try:
             verdict = await asyncio.to_thread(self._grade, spec)
         except Exception as exc:
             log.exception("job %d attempt %d failed internally", job.job_id, job.attempt)
             await queue.release(self.sessions, job, f"{type(exc).__name__}: {exc}")
-            return True
+            return
         finally:
             renewer.cancel()
         await self._finish(job, verdict)
-        return True
 
     async def _finish(self, job: queue.ClaimedJob, verdict: Verdict) -> None:
         if not await queue.complete(self.sessions, job, verdict):

@@ -128,6 +128,7 @@ async def start_world(
         "QUESTS_DIR": str(SEED_QUESTS),
         "WORKERS": str(workers),
         "LOG_LEVEL": "INFO",
+        "HTTP_PORT": "0",  # tests that need /healthz give a free port in extra_env
         **(extra_env or {}),
     }
     options = ["--events", str(events)]

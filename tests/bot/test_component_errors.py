@@ -27,6 +27,7 @@ class _Interaction:
     def __init__(self) -> None:
         self.response = _Response()
         self.user = "learner#1"
+        self.guild_id = 7
 
 
 class _Failing(AnswersErrors):
@@ -47,6 +48,7 @@ async def test_an_unexpected_error_is_logged_and_answered_with_a_reference(
     assert ephemeral and content.startswith("Something went wrong (ref ")
     ref = content.split("(ref ")[1].split(")")[0]
     assert f"component _Failing failed (ref {ref})" in caplog.text and "boom" in caplog.text
+    assert (caplog.records[-1].ref, caplog.records[-1].guild_id) == (ref, 7)
 
 
 async def test_a_user_facing_error_is_shown_as_it_is() -> None:

@@ -292,6 +292,7 @@ async def start_system(
         "WORKERS": "1",
         "LOG_LEVEL": "INFO",
         "LEASE_SECONDS": str(LEASE_SECONDS),
+        "HTTP_PORT": "0",  # bots of parallel runs must not compete for one port
         **settings,
     }
     if backend.url is not None:

@@ -1,0 +1,115 @@
+"""``/healthz``: is this bot process doing its job?
+
+Healthy means both parts the bot cannot work without answer: the Discord gateway is
+connected (ready, not closed, a finite heartbeat latency) and the database answers a query
+on a real table within ``DATABASE_TIMEOUT_S`` (a removed SQLite file would open as an empty
+one, so ``SELECT 1`` alone would pass).
+
+Live workers are reported but never make the bot unhealthy: in compose the worker container
+starts only once the bot is healthy, so failing on "no worker" would keep it from ever
+starting; a local pool is already restarted by the bot itself (``PoolSupervisor``); and a
+member who submits while no capable worker is around is told so at once.  An orchestrator
+restarting the bot would fix none of these.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Protocol
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot import clock
+from bot.db.models import WorkerHeartbeat
+from bot.grading.heartbeat import RECENT_S
+
+OK = "ok"
+DATABASE_TIMEOUT_S = 2.0
+
+
+class GatewayState(Protocol):
+    """What the check reads of the Discord client (``discord.Client`` has all three)."""
+
+    def is_ready(self) -> bool: ...
+
+    def is_closed(self) -> bool: ...
+
+    @property
+    def latency(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """Each part is ``"ok"`` or why it is not; ``workers`` is None when the database failed."""
+
+    discord: str
+    database: str
+    workers: int | None
+
+    @property
+    def failing(self) -> tuple[str, ...]:
+        return tuple(
+            name
+            for name, state in (("discord", self.discord), ("database", self.database))
+            if state != OK
+        )
+
+    @property
+    def healthy(self) -> bool:
+        return not self.failing
+
+    def to_json(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "status": OK if self.healthy else "failing",
+            "discord": self.discord,
+            "database": self.database,
+            "workers": self.workers,
+        }
+        if not self.healthy:
+            body["failing"] = list(self.failing)
+        return body
+
+
+class HealthCheck:
+    """Builds a ``HealthReport`` from the client and the database, on request."""
+
+    def __init__(
+        self,
+        gateway: GatewayState,
+        reads: async_sessionmaker[AsyncSession],
+        timeout_s: float = DATABASE_TIMEOUT_S,
+    ) -> None:
+        self.gateway = gateway
+        self.reads = reads
+        self.timeout_s = timeout_s
+
+    async def report(self) -> HealthReport:
+        try:
+            async with asyncio.timeout(self.timeout_s), self.reads() as session:
+                workers = await live_workers(session)
+        except TimeoutError:
+            return HealthReport(self._discord(), f"no answer within {self.timeout_s:g} s", None)
+        except Exception as exc:  # any driver error: its first line is the diagnosis
+            reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            return HealthReport(self._discord(), f"error: {reason}", None)
+        return HealthReport(self._discord(), OK, workers)
+
+    def _discord(self) -> str:
+        if self.gateway.is_closed():
+            return "closed"
+        if not self.gateway.is_ready():
+            return "not ready"
+        if not math.isfinite(self.gateway.latency):
+            return "not connected (no heartbeat acknowledged)"
+        return OK
+
+
+async def live_workers(session: AsyncSession) -> int:
+    """Workers that beat within ``RECENT_S`` (an index range on last_seen_at)."""
+    since = clock.now() - timedelta(seconds=RECENT_S)
+    query = select(func.count()).where(WorkerHeartbeat.last_seen_at >= since)
+    return int(await session.scalar(query) or 0)
