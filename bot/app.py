@@ -28,6 +28,7 @@ RESTARTING = "The bot is restarting; try again in a minute."
 EXTENSIONS: tuple[str, ...] = (
     "bot.exts.quests",
     "bot.exts.submissions",
+    "bot.exts.tokens",
     "bot.exts.message_submit",
     "bot.exts.delivery",
     "bot.exts.answers",

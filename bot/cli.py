@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from bot.config import DEFAULT_DATABASE_URL, Settings, load_settings, settings_file
+from bot.config import DEFAULT_DATABASE_URL, FIX_HINTS, Settings, load_settings, settings_file
 from bot.errors import UserError
 from bot.logs import configure as configure_logging
 
@@ -88,6 +88,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--insecure-sandbox", action="store_true", help="grade without the minimum isolation"
     )
     grade.set_defaults(handler=_cmd_grade)
+
+    submit = commands.add_parser(
+        "submit",
+        help="submit a file to the bot from a terminal and wait for the verdict",
+        description="Upload FILE for QUEST/TASK to the bot at BRRRBOT_URL with your token "
+        "BRRRBOT_TOKEN (/token new), wait for the verdict and print it like `brrrbot grade`. "
+        "Exit code 0 passed, 1 failed, 2 bad input, refused or internal error.",
+    )
+    submit.add_argument("file", type=Path, help="a .py or .ipynb file")
+    submit.add_argument(
+        "--task", metavar="QUEST/TASK", required=True, help="e.g. go-brrrr/matmul-three-ways"
+    )
+    submit.add_argument("--json", action="store_true", help="print one JSON object")
+    submit.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="how long to wait for the verdict (default 300 s)",
+    )
+    submit.set_defaults(handler=_cmd_submit)
 
     quests = commands.add_parser("quests", help="work with quest content")
     quest_commands = quests.add_subparsers(dest="quests_command", required=True, metavar="ACTION")
@@ -208,7 +229,7 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    wants_json = bool(words) and words[0] == "grade" and "--json" in words
+    wants_json = bool(words) and words[0] in {"grade", "submit"} and "--json" in words
     try:
         args = build_parser().parse_args(words)
         settings = load_settings(settings_file())
@@ -445,6 +466,18 @@ def _seed(text: str) -> int:
     if not 0 <= value < 2**63:
         raise argparse.ArgumentTypeError(f"{value} is outside 0..2**63 - 1")
     return value
+
+
+def _cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.api.client import Client, submit_command
+
+    if settings.brrrbot_url is None or settings.brrrbot_token is None:
+        missing = "BRRRBOT_URL" if settings.brrrbot_url is None else "BRRRBOT_TOKEN"
+        raise UserError(f"{missing} is not set: {FIX_HINTS[missing]}")
+    if not args.timeout > 0:
+        raise UserError(f"--timeout must be a number of seconds above 0, not {args.timeout:g}")
+    client = Client(settings.brrrbot_url, settings.brrrbot_token.get_secret_value())
+    return submit_command(client, args.file, args.task, as_json=args.json, timeout_s=args.timeout)
 
 
 def _cmd_grade(args: argparse.Namespace, settings: Settings) -> int:

@@ -39,6 +39,8 @@ FIX_HINTS: dict[str, str] = {
     "WORKER_DEVICE": "use auto (a GPU when one is usable), cpu or cuda",
     "HTTP_HOST": "use an address of this machine, e.g. 127.0.0.1 or 0.0.0.0 (all interfaces)",
     "HTTP_PORT": "use a port number from 1 to 65535, or 0 to turn the HTTP server off",
+    "BRRRBOT_URL": "use the bot's HTTP address, e.g. https://brrrbot.example.org",
+    "BRRRBOT_TOKEN": "run /token new in your server and copy the token it shows",
 }
 
 
@@ -65,6 +67,9 @@ class Settings(BaseSettings):
     worker_device: DeviceChoice = "auto"
     http_host: str = Field(default="127.0.0.1", min_length=1)
     http_port: int = Field(default=8080, ge=0, le=65535)  # 0: no HTTP server
+    # ``brrrbot submit``: the bot's HTTP address and the member's token from /token new
+    brrrbot_url: str | None = None
+    brrrbot_token: SecretStr | None = None
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -86,9 +91,9 @@ class Settings(BaseSettings):
     def _blank_dir_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
 
-    @field_validator("discord_token", mode="before")
+    @field_validator("discord_token", "brrrbot_token", "brrrbot_url", mode="before")
     @classmethod
-    def _blank_token_is_missing(cls, value: object) -> object:
+    def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("database_url")
@@ -134,7 +139,7 @@ def _describe(exc: ValidationError) -> str:
         variable = str(error["loc"][0]).upper() if error["loc"] else "settings"
         message = error["msg"].removeprefix("Value error, ")
         got = error.get("input")
-        secret = variable == "DISCORD_TOKEN"
+        secret = variable in {"DISCORD_TOKEN", "BRRRBOT_TOKEN"}
         shown = f" (got {got!r})" if isinstance(got, str | int) and not secret else ""
         hint = FIX_HINTS.get(variable, "")
         parts.append(f"{variable}: {message}{shown}" + (f"; {hint}" if hint else ""))

@@ -27,6 +27,7 @@ from bot.db import migrate, presence
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.errors import ConfigError, ServiceUnavailable
 from bot.grading import PARENT_PID_ENV
+from bot.http import api
 from bot.http.health import HealthCheck
 from bot.http.server import http_server
 from bot.metrics import Scrape
@@ -81,7 +82,10 @@ async def _serve_until_stopped(
             async with (
                 presence.beating(services.sessions),  # first in, last out: the beat ends last
                 http_server(
-                    settings, HealthCheck(bot, services.reads), Scrape(services.reads, bot)
+                    settings,
+                    HealthCheck(bot, services.reads),
+                    Scrape(services.reads, bot),
+                    setups=(api.setup(services),),
                 ),
                 local_worker_pool(local_workers, settings, shutdown),
                 bot,

@@ -406,3 +406,23 @@ class BotState(Base):
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class ApiToken(CreatedAt, Base):
+    """A member's personal API token for one server (``/token new``), stored as its SHA-256.
+
+    One row per member: a new token replaces the old one in place, ``/token revoke`` sets
+    ``revoked_at``.  A plain hash is enough because the token is 256 random bits, not a
+    password: there is nothing to guess a dictionary for, so a slow hash would only slow
+    every request.
+    """
+
+    __tablename__ = "api_tokens"
+
+    guild_id: Mapped[int] = mapped_column(
+        ForeignKey("guilds.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    revoked_at: Mapped[datetime | None]
+    last_used_at: Mapped[datetime | None]

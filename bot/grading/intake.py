@@ -33,12 +33,22 @@ from bot.grading.submission_input import PreparedSource, SubmissionRejected, val
 from bot.progress.members import ensure_member, lock_member
 
 IN_FLIGHT = ("queued", "grading")
+#: when to try again after "one in flight": a guess, as grading takes seconds to a minute
+IN_FLIGHT_RETRY_S = 30
 #: how long Discord lets a bot edit its reply to an interaction
 INTERACTION_TOKEN_LIFETIME = timedelta(minutes=15)
 
 
 class IntakeRefused(Exception):
     """A rule said no; ``str(exc)`` is the message for the member."""
+
+
+class RateLimited(IntakeRefused):
+    """Refused for now (one in flight, or the hourly limit): try again in ``retry_after_s``."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 @dataclass(frozen=True)
@@ -173,9 +183,10 @@ async def queue_submission(
         .limit(1)
     )
     if busy is not None:
-        raise IntakeRefused(
+        raise RateLimited(
             f"Your submission #{busy} is still being graded; one at a time, please. "
-            "Its verdict will arrive here shortly."
+            "Its verdict will arrive here shortly.",
+            retry_after_s=IN_FLIGHT_RETRY_S,
         )
     hour_ago = now - timedelta(hours=1)
     recent = (
@@ -187,10 +198,11 @@ async def queue_submission(
     ).one()
     count, oldest = recent
     if count >= hourly_limit:
-        wait = math.ceil((oldest + timedelta(hours=1) - now).total_seconds() / 60)
-        raise IntakeRefused(
+        wait_s = max(math.ceil((oldest + timedelta(hours=1) - now).total_seconds()), 1)
+        raise RateLimited(
             f"You have submitted {count} times in the last hour (the limit is {hourly_limit}); "
-            f"try again in {max(wait, 1)} min."
+            f"try again in {math.ceil(wait_s / 60)} min.",
+            retry_after_s=wait_s,
         )
     submission = Submission(
         guild_id=guild_id,

@@ -89,7 +89,7 @@ async def listening(app: web.Application, host: str, port: int) -> AsyncIterator
                 "HTTP_PORT=0 to turn the HTTP server off"
             ) from None
         bound = runner.addresses[0][1]
-        log.info("HTTP server on %s:%d (/healthz, /metrics)", host, bound)
+        log.info("HTTP server on %s:%d (/healthz, /metrics, /api/v1)", host, bound)
         yield bound
     finally:
         await runner.cleanup()

@@ -37,6 +37,7 @@ from sqlalchemy.orm import aliased
 
 from bot import audit
 from bot.db.models import (
+    ApiToken,
     GradingJob,
     Member,
     MemberXp,
@@ -366,6 +367,10 @@ async def delete_member_data(
         .values(user_id=-Member.id, display_name="", hidden=True, anonymised_at=now)
     )
     await queue_users(session, guild_id, [user_id], now=now)
+    # their API token names them (guild and user): it goes, and stops working at once
+    await session.execute(
+        delete(ApiToken).where(ApiToken.guild_id == guild_id, ApiToken.user_id == user_id)
+    )
     deletion = Deletion(
         found=True,
         submissions=removed.rowcount,  # type: ignore[attr-defined]

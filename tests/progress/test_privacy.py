@@ -15,9 +15,11 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.api import tokens
 from bot.db import migrate
 from bot.db.engine import checkpoint_wal, make_engine, make_sessionmaker, sqlite_path
 from bot.db.models import (
+    ApiToken,
     AuditEntry,
     GradingJob,
     Member,
@@ -414,3 +416,15 @@ def _stored_bytes(database: Path) -> bytes:
     """The database file and its write-ahead log, as they are on disk."""
     wal = Path(f"{database}-wal")
     return database.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+async def test_delete_ends_the_members_api_token(world: World) -> None:
+    await world.member(ADA_USER, "ada")
+    async with world.sessions() as session, session.begin():
+        token = await tokens.issue(session, GUILD_ID, ADA_USER, "ada", NOW)
+        assert (await tokens.authenticate(session, token, NOW)).user_id == ADA_USER
+    await delete(world, ADA_USER)
+    async with world.sessions() as session, session.begin():
+        assert await session.scalar(select(func.count()).select_from(ApiToken)) == 0
+        with pytest.raises(tokens.TokenRefused):
+            await tokens.authenticate(session, token, NOW)

@@ -36,6 +36,7 @@ ADMIN_STATE = (
     "grading_jobs",
     "level_roles",
     "quest_drafts",
+    "api_tokens",
 )
 SUBCOMMANDS = [
     "admin setup",
@@ -52,6 +53,7 @@ SUBCOMMANDS = [
     "admin roles remove",
     "admin roles list",
     "admin roles mode",
+    "admin token-revoke",
 ]
 REFUSED = "Only moderators can use /admin"
 
@@ -87,6 +89,7 @@ def _options(world: World, name: str) -> dict[str, object]:
         "admin roles remove": {"level": 99},
         "admin roles list": {},
         "admin roles mode": {"mode": "highest"},
+        "admin token-revoke": {"member": world.learner()},
     }[name]
 
 

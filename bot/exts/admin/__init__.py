@@ -19,6 +19,7 @@ from bot.exts.admin.grading import GradingCommands
 from bot.exts.admin.posts import PostCommands
 from bot.exts.admin.roles import RoleCommands
 from bot.exts.admin.setup import SetupCommands
+from bot.exts.admin.tokens import TokenCommands
 from bot.exts.admin.xp import XpCommands
 from bot.exts.common import guild_id_of
 
@@ -33,6 +34,7 @@ class Admin(
     RoleCommands,
     GradingCommands,
     ExportCommands,
+    TokenCommands,
     commands.GroupCog,
     group_name="admin",
     group_description="Moderator commands",

@@ -1,0 +1,1 @@
+"""The REST API's use cases (personal tokens, submission status): plain modules, no Discord."""

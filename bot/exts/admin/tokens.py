@@ -1,0 +1,30 @@
+"""/admin token-revoke: a moderator revokes a member's API token (e.g. one that leaked)."""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+
+from bot import clock
+from bot.api import tokens
+from bot.exts.admin.base import AdminBase
+from bot.exts.common import guild_id_of
+
+
+class TokenCommands(AdminBase):
+    @app_commands.command(name="token-revoke", description="Revoke a member's API token")
+    @app_commands.describe(member="whose token")
+    async def token_revoke(self, interaction: discord.Interaction, member: discord.Member) -> None:
+        revoked = await self.bot.services.write(
+            tokens.revoke, guild_id_of(interaction), member.id, clock.now()
+        )
+        if revoked:
+            await self._audit(interaction, "token-revoke", str(member.id))
+        text = (
+            f"{member.mention}'s API token is revoked."
+            if revoked
+            else f"{member.mention} has no live API token."
+        )
+        await interaction.response.send_message(
+            text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
+        )

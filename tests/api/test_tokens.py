@@ -1,0 +1,128 @@
+"""Personal API tokens in-process: issue, replace, revoke, authenticate, per server."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from bot import clock
+from bot.api import tokens
+from bot.api.status import NotFound, NotYours, submission_status
+from bot.api.tokens import Caller, TokenRefused
+from bot.db.engine import make_sessionmaker
+from bot.db.models import ApiToken, Member
+from tests.support import GUILD_ID, add_member, queue_submission
+
+OTHER_GUILD = 2**62 + 12345  # a snowflake-sized id
+USER = 10  # tests.support.add_member's member 1
+
+
+@pytest.fixture
+def sessions(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return make_sessionmaker(engine)
+
+
+async def _issue(sessions: async_sessionmaker[AsyncSession], guild_id: int, user_id: int) -> str:
+    async with sessions() as session, session.begin():
+        return await tokens.issue(session, guild_id, user_id, f"user{user_id}", clock.now())
+
+
+async def _auth(sessions: async_sessionmaker[AsyncSession], token: str) -> Caller:
+    async with sessions() as session, session.begin():
+        return await tokens.authenticate(session, token, clock.now())
+
+
+async def _revoke(sessions: async_sessionmaker[AsyncSession], guild_id: int, user_id: int) -> bool:
+    async with sessions() as session, session.begin():
+        return await tokens.revoke(session, guild_id, user_id, clock.now())
+
+
+async def test_a_token_names_its_server_and_only_its_hash_is_stored(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    token = await _issue(sessions, OTHER_GUILD, 7)
+    assert token.startswith(f"brrr_{tokens.to_base36(OTHER_GUILD)}_")
+    assert tokens.token_guild(token) == OTHER_GUILD
+    assert len(token.split("_", 2)[2]) == 43  # 256 random bits, URL-safe base64
+    assert await _auth(sessions, token) == Caller(OTHER_GUILD, 7, "user7")
+    async with sessions() as session:
+        (row,) = (await session.scalars(select(ApiToken))).all()
+        names = (await session.scalars(select(Member.display_name))).all()
+    assert row.token_sha256 == tokens.digest(token) and token not in row.token_sha256
+    assert row.last_used_at is not None and row.last_used_at.tzinfo is not None
+    assert names == ["user7"]  # /token new makes the caller a member
+
+
+async def test_a_new_token_replaces_the_old_and_revoke_ends_it(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    old = await _issue(sessions, GUILD_ID, USER)
+    new = await _issue(sessions, GUILD_ID, USER)
+    assert new != old
+    with pytest.raises(TokenRefused, match="unknown token"):
+        await _auth(sessions, old)
+    assert (await _auth(sessions, new)).user_id == USER
+    assert await _revoke(sessions, GUILD_ID, USER)
+    assert not await _revoke(sessions, GUILD_ID, USER)  # nothing live left
+    with pytest.raises(TokenRefused, match="revoked"):
+        await _auth(sessions, new)
+    again = await _issue(sessions, GUILD_ID, USER)  # and /token new works after a revoke
+    assert (await _auth(sessions, again)).guild_id == GUILD_ID
+
+
+async def test_each_member_of_each_server_has_their_own_token(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    here = await _issue(sessions, GUILD_ID, USER)
+    there = await _issue(sessions, OTHER_GUILD, USER)
+    assert (await _auth(sessions, here)).guild_id == GUILD_ID
+    assert (await _auth(sessions, there)).guild_id == OTHER_GUILD
+    assert await _revoke(sessions, OTHER_GUILD, USER)
+    assert (await _auth(sessions, here)).guild_id == GUILD_ID  # the other server's stays
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["", "brrr", "brrr__abc", "brrr_1_", "bearer_1_abc", "brrr_ZZ!_abc", "brrr_1_" + "x" * 43],
+)
+async def test_malformed_or_unknown_tokens_are_refused(
+    sessions: async_sessionmaker[AsyncSession], token: str
+) -> None:
+    with pytest.raises(TokenRefused):
+        await _auth(sessions, token)
+
+
+async def test_a_token_edited_to_name_another_server_is_unknown(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    token = await _issue(sessions, GUILD_ID, USER)
+    secret = token.split("_", 2)[2]
+    with pytest.raises(TokenRefused, match="unknown token"):
+        await _auth(sessions, f"brrr_{tokens.to_base36(OTHER_GUILD)}_{secret}")
+
+
+async def test_status_is_the_callers_own_submission_only(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    async with sessions() as session, session.begin():
+        await add_member(session)
+        submission_id, _ = await queue_submission(session)
+    owner = Caller(GUILD_ID, USER)
+    async with sessions() as session:
+        status = await submission_status(session, owner, submission_id)
+        assert (status.id, status.status, status.verdict, status.award) == (
+            submission_id,
+            "queued",
+            None,
+            None,
+        )
+        assert clock.now() - status.created_at < timedelta(minutes=5)
+        with pytest.raises(NotYours):
+            await submission_status(session, Caller(GUILD_ID, USER + 1), submission_id)
+        with pytest.raises(NotYours):
+            await submission_status(session, Caller(OTHER_GUILD, USER), submission_id)
+        with pytest.raises(NotFound):
+            await submission_status(session, owner, submission_id + 1000)
