@@ -353,10 +353,11 @@ def _mount_tmpfs(where: Path, size: str) -> None:
 def _fill(where: Path) -> Path:
     """Write until the file system is full; the filler file is returned for freeing."""
     filler = where / "filler"
-    with filler.open("wb") as out, contextlib.suppress(OSError):
+    # unbuffered, and the suppress outside the file: closing a buffered file on a full disk
+    # raises ENOSPC again, from the part of the last write that only reached the buffer
+    with contextlib.suppress(OSError), filler.open("wb", buffering=0) as out:
         while True:
             out.write(b"\0" * 64 * 1024)
-            out.flush()
             os.fsync(out.fileno())
     return filler
 
