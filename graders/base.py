@@ -35,6 +35,44 @@ class Check:
         return "✓" if self.passed else ("✗" if self.checked else "–")
 
 
+@dataclass(frozen=True)
+class SpeedResult:
+    """A speed trial: the worker's own clock timed a trusted reference and the learner's
+    function in turns, on fresh inputs, and checked every learner result.
+
+    ``ratio`` is reference/learner (2.0: twice as fast as the reference), the median of the
+    per-pair ratios; ``spread`` is their interquartile range over that median.  ``device`` is
+    the device class the boards rank within: a CPU model or a GPU name.
+    """
+
+    ratio: float
+    learner_s: float  # median seconds per learner run, transfers included
+    reference_s: float  # the same for the reference, in the same job
+    spread: float
+    pairs: int
+    device: str
+    #: the roofline reading, for tasks that have one: achieved GB/s and the peak it is
+    #: compared with (measured on a CPU host, the datasheet's on a GPU)
+    achieved_gbs: float | None = None
+    peak_gbs: float | None = None
+
+    def describe(self) -> str:
+        """One line for the verdict: "1.8× the reference on <device>"."""
+        return (
+            f"{format_ratio(self.ratio)}× the reference on {self.device} "
+            f"(median of {self.pairs} pairs, spread ±{self.spread * 50:.0f}%)"
+        )
+
+
+def format_ratio(ratio: float) -> str:
+    """Two significant figures, never an exponent: 0.053, 0.87, 1.8, 12, 140."""
+    if ratio >= 10:
+        return f"{ratio:.0f}"
+    if ratio >= 1:
+        return f"{ratio:.1f}"
+    return f"{ratio:.2g}"
+
+
 class BadVerdict(ValueError):
     """Stored verdict data that is not a verdict; the message says what is wrong."""
 
@@ -55,6 +93,7 @@ class Verdict:
     duration_s: float = 0.0
     device: str = "cpu"
     notes: tuple[str, ...] = ()  # e.g. "dropped 2 IPython magic lines"
+    speed: SpeedResult | None = None  # a passing speed-ranked task's trial; never XP
 
     @classmethod
     def internal_error(cls, task: str, message: str) -> Verdict:
@@ -66,6 +105,7 @@ class Verdict:
         data = asdict(self)
         data["checks"] = [asdict(c) for c in self.checks]
         data["notes"] = list(self.notes)
+        data["speed"] = asdict(self.speed) if self.speed is not None else None
         return data
 
     @classmethod

@@ -214,6 +214,10 @@ class WorkerHeartbeat(Base):
     cuda: Mapped[bool] = mapped_column(Boolean, default=False)
     gpu_name: Mapped[str | None] = mapped_column(String(128))
     gpu_memory_mib: Mapped[int] = mapped_column(Integer, default=0)
+    # the host's CPU model and the roofline the worker measured at start (bot.grading.peaks)
+    cpu_model: Mapped[str | None] = mapped_column(String(128))
+    peak_gbs: Mapped[float | None] = mapped_column(Float)
+    peak_gflops: Mapped[float | None] = mapped_column(Float)
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
 
@@ -426,3 +430,33 @@ class ApiToken(CreatedAt, Base):
     token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
     revoked_at: Mapped[datetime | None]
     last_used_at: Mapped[datetime | None]
+
+
+class SpeedRecord(CreatedAt, Base):
+    """One speed trial of a passing submission: reference/learner, timed by the worker.
+
+    The boards rank each member's best ``ratio`` per task and ``device`` (a CPU model or GPU
+    name): ratios are only comparable on the same kind of hardware.
+    """
+
+    __tablename__ = "speed_results"
+    __table_args__ = (
+        Index(
+            "ix_speed_results_guild_id_task_ref_device", "guild_id", "task_ref", "device", "ratio"
+        ),
+        Index(None, "member_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id", ondelete="CASCADE"))
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), unique=True
+    )
+    task_ref: Mapped[str] = mapped_column(String(129))
+    device: Mapped[str] = mapped_column(String(128))
+    ratio: Mapped[float] = mapped_column(Float)
+    learner_s: Mapped[float] = mapped_column(Float)
+    reference_s: Mapped[float] = mapped_column(Float)
+    spread: Mapped[float] = mapped_column(Float)
+    pairs: Mapped[int] = mapped_column(Integer)
