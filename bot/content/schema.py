@@ -190,6 +190,25 @@ class TaskRequirements(_Model):
         return self
 
 
+def _speed_reference(value: str) -> str:
+    from graders.speed import REFERENCES  # torch-free
+
+    if value not in REFERENCES:
+        raise PydanticCustomError(
+            "speed_reference",
+            "`{value}` is not a speed reference",
+            {"value": value, "hint": "speed references are: " + ", ".join(sorted(REFERENCES))},
+        )
+    return value
+
+
+class TaskSpeed(_Model):
+    """A speed-ranked task: after a pass, ``function`` races ``reference`` (graders/speed/)."""
+
+    function: str
+    reference: Annotated[str, AfterValidator(_speed_reference)]
+
+
 class BuildTask(_Task):
     """Graded code: the submission must define every function in ``interface``."""
 
@@ -197,6 +216,7 @@ class BuildTask(_Task):
     grader: GraderName
     interface: tuple[Signature, ...] = Field(min_length=1)
     requires: TaskRequirements | None = None
+    speed: TaskSpeed | None = None
 
     @model_validator(mode="after")
     def _names_are_unique(self) -> BuildTask:
@@ -206,6 +226,12 @@ class BuildTask(_Task):
                 "interface_duplicate",
                 "interface names a function twice",
                 {"hint": "list each function once"},
+            )
+        if self.speed is not None and self.speed.function not in names:
+            raise PydanticCustomError(
+                "speed_function",
+                "speed.function `{value}` is not in the interface",
+                {"value": self.speed.function, "hint": "race one of: " + ", ".join(names)},
             )
         return self
 

@@ -29,6 +29,14 @@ class BadSpec(ValueError):
 
 
 @dataclass(frozen=True)
+class SpeedSpec:
+    """A speed-ranked task's trial: which function races which reference (graders.speed)."""
+
+    function: str
+    reference: str
+
+
+@dataclass(frozen=True)
 class JobSpec:
     task_ref: str  # QUEST/TASK, for the verdict
     grader: str  # a name in ``graders.REGISTRY``
@@ -39,6 +47,7 @@ class JobSpec:
     filename: str  # as uploaded, for messages and tracebacks
     source: str  # the Python text the sandbox runs (a notebook already converted)
     notes: tuple[str, ...] = ()  # what preparing the upload changed, shown with the verdict
+    speed: SpeedSpec | None = None  # after a pass, time it against this reference
     version: int = SPEC_VERSION
 
     @classmethod
@@ -58,6 +67,7 @@ class JobSpec:
             filename=filename,
             source=prepared.source,
             notes=prepared.notes,
+            speed=SpeedSpec(task.speed.function, task.speed.reference) if task.speed else None,
         )
 
     def to_json(self) -> dict[str, Any]:

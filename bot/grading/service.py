@@ -11,18 +11,25 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import time
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from bot.grading.job_spec import JobSpec
+from bot.grading.speed_verdict import add_speed
 from bot.sandbox.api import SandboxRequest, SandboxResult
+from bot.sandbox.turn_client import Turn
+from bot.sandbox.turns import TurnSpec
 from graders import load_grader
 from graders.base import Verdict
 
 
 class SandboxRunner(Protocol):
-    """What the service needs from the sandbox (``bot.sandbox.Zygote`` provides it)."""
+    """What the service needs from the sandbox (``bot.sandbox.Zygote`` provides it): jobs,
+    and the turns of a speed trial."""
 
     def run(self, request: SandboxRequest) -> SandboxResult: ...
+
+    def turn(self, spec: TurnSpec) -> AbstractContextManager[Turn]: ...
 
 
 def cuda_available() -> bool:
@@ -57,7 +64,9 @@ def grade_prepared(
         device=device,
     )
     result = sandbox.run(request)
-    verdict = grader.judge(spec.task_ref, plan, result, spec.source)
+    verdict = add_speed(
+        spec, grader.judge(spec.task_ref, plan, result, spec.source), sandbox, device
+    )
     return dataclasses.replace(
         verdict,
         duration_s=time.perf_counter() - started,

@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
@@ -31,6 +32,8 @@ from bot.sandbox import framing, isolation, linux
 from bot.sandbox.api import IsolationLayer, JobStatus, SandboxRequest, SandboxResult
 from bot.sandbox.codec import decode_result, encode_request
 from bot.sandbox.framing import FrameReader, ProtocolError
+from bot.sandbox.turn_client import Turn, TurnOver
+from bot.sandbox.turns import TurnSpec
 from bot.sandbox.verdict import skipped
 
 PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
@@ -151,6 +154,9 @@ class Zygote:
                 )
         except OSError as exc:
             raise SandboxUnavailable(f"cannot start {self.python}: {exc}") from exc
+        for stream in (self._process.stdin, self._process.stdout):
+            if stream is not None:
+                linux.widen_pipe(stream.fileno())
 
     def _await_ready(self) -> None:
         try:
@@ -244,6 +250,30 @@ class Zygote:
         for path in cgroup_dirs:  # empty once the zygote is gone; a later zygote retries
             with contextlib.suppress(OSError):
                 os.rmdir(path)
+
+    @contextlib.contextmanager
+    def turn(self, spec: TurnSpec) -> Iterator[Turn]:
+        """Open a speed-trial turn (``bot.sandbox.turn_client``) and end it on exit.  A
+        sandbox that breaks during the turn is killed and the turn reports why."""
+        with self._lock:
+            turn: Turn | None = None
+            try:
+                self.start()
+                process = self._process
+                assert process is not None and process.stdin and process.stdout
+                turn = Turn(spec, (process.stdin.fileno(), process.stdout.fileno()))
+                turn.open()
+            except (SandboxUnavailable, OSError, EOFError, TimeoutError, ProtocolError) as exc:
+                self._kill()
+                turn = Turn(
+                    spec, (-1, -1), TurnOver("internal_error", f"the sandbox failed: {exc!r}")
+                )
+            try:
+                yield turn
+                turn.end()
+            except (OSError, EOFError, TimeoutError, ProtocolError) as exc:
+                self._kill()
+                turn.over = TurnOver("internal_error", f"the sandbox failed: {exc!r}")
 
     def close(self) -> None:
         """Close the zygote's stdin (it exits between jobs), then make sure it is gone."""

@@ -93,8 +93,9 @@ def take_tensor(meta: Any, payload: memoryview, offset: int) -> tuple[RawTensor,
     nbytes = math.prod(shape) * DTYPE_SIZES[dtype]
     if nbytes > len(payload) - offset:
         raise ProtocolError("tensor extends past the payload")
-    data = bytes(payload[offset : offset + nbytes])
-    return RawTensor(dtype, shape, data), offset + nbytes
+    whole = offset == 0 and nbytes == len(payload) and isinstance(payload.obj, bytes)
+    data = payload.obj if whole else bytes(payload[offset : offset + nbytes])
+    return RawTensor(dtype, shape, data), offset + nbytes  # type: ignore[arg-type]
 
 
 def tensor_meta(tensor: RawTensor) -> dict[str, Any]:
@@ -127,7 +128,7 @@ def encode_request(request: SandboxRequest) -> tuple[dict[str, Any], bytes]:
     return header, payload
 
 
-def _limits(obj: Any) -> Limits:
+def limits_of(obj: Any) -> Limits:
     if not isinstance(obj, dict) or set(obj) != {f.name for f in fields(Limits)}:
         raise ProtocolError("bad limits")
     values: dict[str, Any] = {}
@@ -178,7 +179,7 @@ def decode_request(header: dict[str, Any], payload: bytes) -> SandboxRequest:
         source=text_of(header, "source", MAX_SOURCE_CHARS),
         filename=text_of(header, "filename", MAX_NAME_CHARS),
         calls=tuple(calls),
-        limits=_limits(header.get("limits")),
+        limits=limits_of(header.get("limits")),
         device=device,
         trace_ops=field_of(header, "trace_ops", bool),
     )

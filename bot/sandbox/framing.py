@@ -34,9 +34,14 @@ def encode_header(header: dict[str, Any]) -> bytes:
 def write_frame(fd: int, header: dict[str, Any], payload: bytes | bytearray = b"") -> None:
     """Write one frame with blocking writes (the reader is expected to keep up)."""
     head = encode_header(header)
-    _write_all(fd, _PREFIX.pack(MAGIC, len(head), len(payload)) + head)
+    _write_all(fd, prefix(len(head), len(payload)) + head)
     if payload:
         _write_all(fd, payload)
+
+
+def prefix(header_bytes: int, payload_bytes: int) -> bytes:
+    """The fixed prefix of a frame with these lengths."""
+    return _PREFIX.pack(MAGIC, header_bytes, payload_bytes)
 
 
 def _write_all(fd: int, data: bytes | bytearray) -> None:
@@ -75,9 +80,14 @@ class FrameReader:
         end = _PREFIX.size + header_len + payload_len
         if len(self._buffer) < end:
             return None
-        header = parse_header(bytes(self._buffer[_PREFIX.size : _PREFIX.size + header_len]))
-        payload = bytes(self._buffer[_PREFIX.size + header_len : end])
-        del self._buffer[:end]
+        view = memoryview(self._buffer)
+        header = parse_header(bytes(view[_PREFIX.size : _PREFIX.size + header_len]))
+        payload = bytes(view[_PREFIX.size + header_len : end])  # one copy, not two
+        view.release()
+        if end == len(self._buffer):
+            self._buffer = bytearray()  # no shifting a buffer that is all consumed
+        else:
+            del self._buffer[:end]
         self._lengths = None
         return header, payload
 

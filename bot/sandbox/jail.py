@@ -44,6 +44,7 @@ NAMESPACES = (
 )
 RESULT_FD = 3
 _SETUP_FD = 4
+FEED_FD = 5  # the zygote's inputs for a speed-trial turn (bot.sandbox.turns); EOF otherwise
 SETUP_OK = b"\x00"
 SETUP_FAILED = b"\x01"
 _FAILED_EXIT = 70
@@ -92,7 +93,8 @@ class Pipe:
 
 @dataclass(frozen=True)
 class Wiring:
-    """The pipes of one job; the zygote keeps the read ends (the write end of ``ack``)."""
+    """The pipes of one job; the zygote keeps the read ends (the write ends of ``ack`` and
+    ``feed``, the two that flow towards the job)."""
 
     result: Pipe
     stdout: Pipe
@@ -101,18 +103,25 @@ class Wiring:
     status: Pipe
     handshake: Pipe
     ack: Pipe
+    feed: Pipe
 
     @classmethod
     def new(cls) -> Wiring:
-        return cls(*(Pipe.new() for _ in fields(cls)))
+        wiring = cls(*(Pipe.new() for _ in fields(cls)))
+        for pipe in (wiring.result, wiring.feed):  # tensors: fewer, larger reads and writes
+            linux.widen_pipe(pipe.write)
+        return wiring
 
     def child_ends(self) -> set[int]:
-        ends = {getattr(self, f.name).write for f in fields(self) if f.name != "ack"}
-        return ends | {self.ack.read}
+        ends = {getattr(self, f.name).write for f in fields(self) if f.name not in _INWARD}
+        return ends | {self.ack.read, self.feed.read}
 
     def zygote_ends(self) -> set[int]:
-        ends = {getattr(self, f.name).read for f in fields(self) if f.name != "ack"}
-        return ends | {self.ack.write}
+        ends = {getattr(self, f.name).read for f in fields(self) if f.name not in _INWARD}
+        return ends | {self.ack.write, self.feed.write}
+
+
+_INWARD = ("ack", "feed")
 
 
 @dataclass(frozen=True)
@@ -149,7 +158,10 @@ def _map_ids(identity: confine.Identity, host_ids: tuple[int, int]) -> None:
     linux.prctl(linux.PR_SET_DUMPABLE, 0)
 
 
-def launch(jail: Jail, limits: Limits, device: str, body: Body) -> Launched:
+def launch(
+    jail: Jail, limits: Limits, device: str, body: Body, core: int | None = None
+) -> Launched:
+    """Start a job; ``core`` pins it to that one CPU (seccomp keeps it there)."""
     wiring = Wiring.new()
     zygote = os.getpid()
     started = time.monotonic()
@@ -161,18 +173,24 @@ def launch(jail: Jail, limits: Limits, device: str, body: Body) -> Launched:
         raise
     if keeper == 0:
         try:
-            _keeper(jail, limits, device, body, wiring, zygote)
+            _keeper(jail, limits, device, body, wiring, zygote, core)
         finally:
             os._exit(_FAILED_EXIT)
     for fd in wiring.child_ends():
         os.close(fd)
     for fd in wiring.zygote_ends() - {wiring.ack.write}:
-        os.set_blocking(fd, False)
+        os.set_blocking(fd, False)  # the feed too: a job that never reads cannot block us
     return Launched(keeper, wiring, started)
 
 
 def _keeper(
-    jail: Jail, limits: Limits, device: str, body: Body, wiring: Wiring, zygote: int
+    jail: Jail,
+    limits: Limits,
+    device: str,
+    body: Body,
+    wiring: Wiring,
+    zygote: int,
+    core: int | None,
 ) -> NoReturn:
     stage = "keeper"
     try:
@@ -189,7 +207,7 @@ def _keeper(
         init = os.fork()
         if init == 0:
             try:
-                _init(jail, limits, device, body, wiring, life.read)
+                _init(jail, limits, device, body, wiring, life.read, core)
             finally:
                 os._exit(_FAILED_EXIT)
     except BaseException as exc:
@@ -202,7 +220,13 @@ def _keeper(
 
 
 def _init(
-    jail: Jail, limits: Limits, device: str, body: Body, wiring: Wiring, life: int
+    jail: Jail,
+    limits: Limits,
+    device: str,
+    body: Body,
+    wiring: Wiring,
+    life: int,
+    core: int | None,
 ) -> NoReturn:
     stage = "init"
     try:
@@ -219,12 +243,13 @@ def _init(
             os.chdir(rootfs.SCRATCH)
         else:
             os.chdir("/")
-        keep = {0, 1, 2} | {p.write for p in (wiring.result, wiring.stdout, wiring.stderr)}
+        keep = {0, 1, 2, wiring.feed.read}
+        keep |= {p.write for p in (wiring.result, wiring.stdout, wiring.stderr)}
         descriptors.close_all_except(keep | {wiring.setup.write, wiring.status.write})
         job = os.fork()
         if job == 0:
             try:
-                _job(jail, limits, device, body, wiring)
+                _job(jail, limits, device, body, wiring, core)
             finally:
                 os._exit(_FAILED_EXIT)
     except BaseException as exc:
@@ -241,14 +266,18 @@ def _init(
     os._exit(0)
 
 
-def _job(jail: Jail, limits: Limits, device: str, body: Body, wiring: Wiring) -> NoReturn:
+def _job(
+    jail: Jail, limits: Limits, device: str, body: Body, wiring: Wiring, core: int | None
+) -> NoReturn:
     setup_fd = wiring.setup.write
     stage = "job"
     try:
         null = os.open("/dev/null", os.O_RDWR)
         stdio = [null, wiring.stdout.write, wiring.stderr.write]
-        descriptors.arrange([*stdio, wiring.result.write, setup_fd])
+        descriptors.arrange([*stdio, wiring.result.write, setup_fd, wiring.feed.read])
         setup_fd = _SETUP_FD
+        if core is not None:
+            os.sched_setaffinity(0, {core})
         os.environ.clear()
         os.environ.update(JOB_ENV)
         stage = "confine"

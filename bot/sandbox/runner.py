@@ -24,6 +24,7 @@ from bot.sandbox.api import DTYPE_SIZES, Call, CallResult, RawTensor, SandboxReq
 from bot.sandbox.codec import MAX_ERROR_CHARS, MAX_NAME_CHARS, call_to_json, clip
 from bot.sandbox.timing import time_runs
 from bot.sandbox.tracer import OpRecorder
+from bot.sandbox.turns import TurnOutput, encode_output, feed_frames
 
 MODULE_NAME = "submission"
 DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPE_SIZES}
@@ -62,7 +63,8 @@ def to_torch(raw: RawTensor, device: str) -> torch.Tensor:
     dtype = DTYPES[raw.dtype]
     if not raw.data:
         return torch.empty(raw.shape, dtype=dtype, device=device)
-    tensor = torch.frombuffer(bytearray(raw.data), dtype=dtype).reshape(raw.shape).clone()
+    # the bytearray is the tensor's own, writable copy: no clone needed
+    tensor = torch.frombuffer(bytearray(raw.data), dtype=dtype).reshape(raw.shape)
     return tensor if device == "cpu" else tensor.to(device)
 
 
@@ -182,6 +184,37 @@ class Runner:
         if self.device == "cuda":
             torch.cuda.synchronize()
         return value
+
+    def serve_feed(self, function_name: str, feed: int, reader: Any) -> NoReturn:
+        """A speed-trial turn (``bot.sandbox.turns``): load, then answer each inputs frame on
+        ``feed`` with one output frame, until the zygote closes the feed."""
+        self._redirect_streams()
+        torch.set_num_threads(self.request.limits.threads)
+        if not self._load():
+            self._finish(0)
+        self._send({"kind": "loaded"})
+        function = self.module.__dict__.get(function_name, _MISSING)
+        for raw_args in feed_frames(feed, reader):
+            output, memory = TurnOutput("raised", None, f"{function_name} is not defined"), False
+            if callable(function):
+                output, memory = self._feed_call(function, raw_args)
+            header, payload = encode_output(output)
+            self._send(header | {"memory": memory}, payload)
+        self._finish(0)
+
+    def _feed_call(self, function: Any, raw_args: tuple[RawTensor, ...]) -> tuple[TurnOutput, bool]:
+        try:
+            value = self._invoke(function, [to_torch(a, self.device) for a in raw_args], None)
+        except SystemExit as exc:
+            self._exit_like(exc)
+        except BaseException as exc:
+            return TurnOutput("raised", None, describe(exc, self.request.filename)), (
+                is_memory_error(exc)
+            )
+        if not issubclass(type(value), torch.Tensor):
+            return TurnOutput("raised", None, f"returned {type_name(value)}, not a tensor"), False
+        tensor, error = from_torch(value)  # copies to host bytes: a CUDA run ends here
+        return TurnOutput("ok" if tensor is not None else "raised", tensor, error), False
 
     def _send(self, header: dict[str, Any], payload: bytes = b"") -> None:
         framing.write_frame(self.out, header, payload)

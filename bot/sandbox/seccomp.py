@@ -49,6 +49,7 @@ DENIED = (
     "setns",
     "setsid",
     "setpgid",
+    "sched_setaffinity",  # a job stays on the core it was given (cores.py)
     "socket",
     "kexec_load",
     "kexec_file_load",

@@ -16,6 +16,7 @@ import os
 import select
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bot.sandbox.api import Limits
@@ -92,6 +93,8 @@ class Supervisor:
         self.reader = FrameReader(JOB_HEADER_MAX, transcript.remaining_output)
         wiring = launched.wiring
         self.ack = wiring.ack.write
+        self.feed = wiring.feed.write
+        self.outbox: list[memoryview] = []  # for the job's feed, written as it reads them
         self.status_fd = wiring.status.read
         self.handlers = {
             wiring.result.read: self._on_result,
@@ -111,15 +114,32 @@ class Supervisor:
         self.pending = {wiring.handshake.read: b"", wiring.status.read: b""}
 
     def watch(self) -> Observation:
+        """Supervise the job until it ends, then kill and reap it."""
+        self.pump_until(lambda: False)
+        return self.finish()
+
+    def pump_until(self, done: Callable[[], bool]) -> bool:
+        """Serve the job's pipes until ``done()`` holds (True) or the job ended, broke a cap
+        or ran past its wall limit (False).  The wall limit counts from the launch."""
+        deadline = self.launched.started + self.limits.wall_s
+        while not self.ended and not done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.obs.timed_out = True
+                return False
+            self._pump(remaining)
+        return done()
+
+    def send(self, chunks: list[bytes]) -> None:
+        """Queue bytes for the job's feed; ``pump_until`` writes them as the job reads."""
+        if not self.outbox:
+            self.poller.register(self.feed, select.POLLOUT)
+        self.outbox += [memoryview(c) for c in chunks if c]
+
+    def finish(self) -> Observation:
+        """Kill the whole job, reap what can be reaped, drain its pipes, close them."""
         started = self.launched.started
-        deadline = started + self.limits.wall_s
         try:
-            while not self.ended:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self.obs.timed_out = True
-                    break
-                self._pump(remaining)
             self.obs.wall_s = time.monotonic() - started
             if self._kill() and self.transcript.finished:
                 # Every process of the job has SIGKILL pending and the results are in: its
@@ -131,7 +151,8 @@ class Supervisor:
                 reap(self.launched.keeper, REAP_S)
                 self._drain(DRAIN_S)
         finally:
-            for fd in [*self.open, self.ack, *([self.pidfd] if self.pidfd is not None else [])]:
+            extra = [self.pidfd] if self.pidfd is not None else []
+            for fd in [*self.open, self.ack, self.feed, *extra]:
                 os.close(fd)
         return self.obs
 
@@ -146,6 +167,9 @@ class Supervisor:
         """Handle what is ready within ``timeout_s``; the number of descriptors handled."""
         events = self.poller.poll(int(timeout_s * 1000) + (1 if timeout_s > 0 else 0))
         for fd, _ in events:
+            if fd == self.feed:
+                self._write_feed()
+                continue
             if fd not in self.open:
                 continue
             try:
@@ -157,6 +181,23 @@ class Supervisor:
             else:
                 self._eof(fd)
         return len(events)
+
+    def _write_feed(self) -> None:
+        try:
+            written = os.writev(self.feed, self.outbox[:16])
+        except BlockingIOError:
+            return
+        except OSError:  # the job closed its end (it exited): nothing more to deliver
+            written = sum(len(c) for c in self.outbox)
+        while written and self.outbox:
+            first = self.outbox[0]
+            if written >= len(first):
+                written -= len(first)
+                self.outbox.pop(0)
+            else:
+                self.outbox[0], written = first[written:], 0
+        if not self.outbox:
+            self.poller.unregister(self.feed)
 
     def _eof(self, fd: int) -> None:
         self.poller.unregister(fd)

@@ -15,6 +15,7 @@ the ``ready`` frame for the isolation report.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 from typing import Any, NoReturn
@@ -26,13 +27,15 @@ from bot.sandbox import cgroups, framing, hugepages, linux, probe, rootfs, secco
 from bot.sandbox.api import Limits, RawTensor, SandboxRequest, SandboxResult
 from bot.sandbox.codec import decode_request, encode_result
 from bot.sandbox.confine import Identity
+from bot.sandbox.cores import job_core
 from bot.sandbox.framing import FrameReader, ProtocolError
-from bot.sandbox.jail import MODES, Body, Jail, Mode, cap_last
+from bot.sandbox.jail import FEED_FD, MODES, Body, Jail, Mode, cap_last
 from bot.sandbox.job import run_job
 from bot.sandbox.runner import Runner, describe, from_torch, to_torch
 from bot.sandbox.supervise import REAP_S, Observation, reap, reap_strays
 from bot.sandbox.tracer import OpRecorder
 from bot.sandbox.transcript import Transcript
+from bot.sandbox.turns import TurnSpec, decode_turn, feed_reader, serve_turn
 from bot.sandbox.verdict import decide, skipped
 
 JOB_ID_BASE = 1_500_000_000  # job uid/gid = base + zygote pid: unique per live zygote
@@ -103,6 +106,7 @@ class Server:
         self.cgroups = cgroups.detect(f"{cgroups.PREFIX}{os.getpid()}-probe")
         cgroups.remove_stale(self.cgroups)
         self.cgroup = self._join_cgroup()
+        self.core = job_core()
         self.unreaped: int | None = None
         self.notes: list[str] = []
         self.jail, self.host_uid, self.facts = self._choose(ladder(requested_modes))
@@ -194,9 +198,31 @@ class Server:
         obs = self._run(self.jail, request.limits, device, body, transcript)
         return decide(request, device, obs, transcript)
 
+    def turn(self, spec: TurnSpec, requests: int, reader: FrameReader, replies: int) -> None:
+        """One speed-trial turn (``bot.sandbox.turns``), after the previous job is gone."""
+        device = "cuda" if spec.device == "cuda" and self.cuda else "cpu"
+        request = SandboxRequest(spec.source, spec.filename, (), spec.limits, device)
+
+        def body(fd: int) -> NoReturn:
+            Runner(request, device, fd).serve_feed(spec.function, FEED_FD, feed_reader())
+
+        if self.unreaped is not None:
+            reap(self.unreaped, REAP_S)
+        reap_strays()
+        spec = dataclasses.replace(spec, device=device)
+        self.unreaped = serve_turn(self.jail, spec, self.core, body, requests, reader, replies)
+
     def serve(self, requests: int, replies: int) -> None:
         reader = FrameReader(REQUEST_HEADER_MAX, REQUEST_PAYLOAD_MAX)
         while (frame := framing.read_frame(requests, reader)) is not None:
+            if frame[0].get("kind") == "turn":
+                try:
+                    spec = decode_turn(frame[0])
+                except ProtocolError as exc:
+                    framing.write_frame(replies, {"kind": "error", "message": f"bad turn: {exc}"})
+                    continue
+                self.turn(spec, requests, reader, replies)
+                continue
             try:
                 request = decode_request(*frame)
             except ProtocolError as exc:

@@ -1,10 +1,9 @@
 """roofline: the quiz answers recomputed from the stated device numbers, and the fused
-GELU grader, graded for real through the sandbox on this (CPU) host and, with fake
-timing samples, on a pretend GPU host."""
+GELU grader, graded for real through the sandbox on this (CPU) host, and the roofline
+reading that the speed trial's bandwidth check gives."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 
@@ -12,13 +11,16 @@ import pytest
 import torch
 
 import graders.fused_pointwise as fp
+import graders.speed
 from bot.content import BuildTask, Content, answer_matches
 from bot.content.quiz_grading import grade_quiz
-from bot.grading.service import SandboxRunner
-from bot.sandbox.api import CallResult, SandboxResult
+from bot.grading.capabilities import Requirements
+from bot.grading.job_spec import JobSpec, SpeedSpec
+from bot.grading.service import SandboxRunner, grade_prepared
+from bot.sandbox.api import SandboxResult
 from graders import load_grader
-from graders.base import Plan, Verdict
-from graders.tensors import to_raw
+from graders.base import Check, Verdict
+from graders.roofline import PASS_FRACTION, bandwidth_check
 from tests.graders.support import assert_quiz_passes, grade_in_sandbox, quiz_task
 
 TASK = "roofline/fused-gelu"
@@ -108,12 +110,11 @@ def checks(verdict: Verdict) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("name", ["correct.py", "correct_sigmoid.py", "correct_compiled.py"])
-def test_correct_submissions_pass_with_a_cpu_note(zygote: SandboxRunner, name: str) -> None:
+def test_correct_submissions_pass(zygote: SandboxRunner, name: str) -> None:
     verdict, _ = grade(zygote, name)
     assert verdict.status == "passed", verdict.checks
-    assert set(checks(verdict)) == {CORRECT, ALLOWED}  # no pretend bandwidth check on a CPU
-    assert verdict.notes == (fp.CPU_NOTE,)
-    assert "bandwidth not measured" in fp.CPU_NOTE and "CPU host" in fp.CPU_NOTE
+    assert set(checks(verdict)) == {CORRECT, ALLOWED}  # speed is the trial's, not the grader's
+    assert verdict.notes == ()
 
 
 @pytest.mark.parametrize(
@@ -145,8 +146,12 @@ def test_the_prompt_states_the_accuracy_the_grader_checks(content: Content) -> N
     for case in fp.FusedPointwise().plan(5, "cpu").expected["cases"]:
         text, tolerance = stated[case.expected.dtype]
         assert text in task.prompt and (case.rtol, case.atol) == tolerance
-    shape = "×".join(map(str, fp.TIMED_SHAPE))
-    assert f"times a {shape} float32 call" in task.prompt and math.prod(fp.TIMED_SHAPE) == 2**24
+    assert task.speed is not None and task.speed.reference == "gelu_bias_eager"
+    timed = graders.speed.load("gelu_bias_eager").inputs(torch.Generator().manual_seed(0))
+    prose = " ".join(task.prompt.split())
+    assert "on a 1024×1024 float32 `x`" in prose and timed[0].shape == (1024, 1024)
+    assert f"{PASS_FRACTION['cuda']:.0%} of the GPU's datasheet peak" in prose
+    assert f"{PASS_FRACTION['cpu']:.0%} of the peak the worker measured" in prose
 
 
 def test_the_built_in_gelu_is_not_allowed(zygote: SandboxRunner) -> None:
@@ -157,128 +162,43 @@ def test_the_built_in_gelu_is_not_allowed(zygote: SandboxRunner) -> None:
     assert "torch recorded torch.nn.functional.gelu" in found[ALLOWED]
 
 
-# --- the GPU path, judged from fake results: timing samples are data like any other ---
-
-SMALL_TIMED = (4, 16, 256)  # stands in for 64x256x1024 so the fake results stay cheap
-REAL_TIMED = fp.TIMED_SHAPE
+# --- the roofline reading: a pure judgement of a trusted trial's figure (graders.roofline) ---
 
 
-@pytest.fixture
-def gpu_plan(monkeypatch: pytest.MonkeyPatch) -> Plan:
-    monkeypatch.setattr(fp, "TIMED_SHAPE", SMALL_TIMED)
-    monkeypatch.setattr(fp, "device_name", lambda: "NVIDIA H100 80GB HBM3")
-    return fp.FusedPointwise().plan(7, "cuda")
+def reading(achieved: float | None, device: str = "cuda", peak: float = 3350.0) -> Check:
+    source = "the H100 SXM's datasheet" if device == "cuda" else "a measured"
+    return bandwidth_check("fused_gelu_bias", achieved, peak, source, device)
 
 
-def timed_case(plan: Plan) -> fp.Case:
-    (case,) = [c for c in plan.expected["cases"] if c.timed_runs]
-    return case
-
-
-def fake_gpu_result(
-    plan: Plan, samples: tuple[float, ...], wrong_timed: bool = False
-) -> SandboxResult:
-    """Every call returns the right answer (or a wrong one for the timed call)."""
-    calls = []
-    for call, case in zip(plan.calls, plan.expected["cases"], strict=True):
-        value = case.expected + 1 if wrong_timed and case.timed_runs else case.expected
-        result = CallResult(call.function, call.label, "ok", "torch.Tensor", to_raw(value))
-        if case.timed_runs:
-            result = dataclasses.replace(result, samples_s=samples)
-        calls.append(result)
-    return SandboxResult("ok", "", tuple(calls), wall_s=0.5, device="cuda")
-
-
-def samples_at(plan: Plan, fraction: float, peak: float = 3.35e12) -> tuple[float, ...]:
-    """Timing samples whose median gives ``fraction`` of ``peak``, with noisy outliers."""
-    median = fp.bytes_moved(timed_case(plan)) / (fraction * peak)
-    return (median * 0.9, median, median * 5, median, median * 1.1)
-
-
-def judge(plan: Plan, result: SandboxResult) -> Verdict:
-    return fp.FusedPointwise().judge(TASK, plan, result, "def fused_gelu_bias(x, bias): ...")
-
-
-def test_a_gpu_plan_adds_one_large_timed_case(gpu_plan: Plan) -> None:
-    case = timed_case(gpu_plan)
-    assert case.timed_runs == fp.TIMED_RUNS == 10
-    assert tuple(case.args[0].shape) == SMALL_TIMED and case.args[0].dtype == torch.float32
-    assert math.prod(REAL_TIMED) == 2**24  # the real one: 64 MiB each way
-    assert not any(c.timed_runs for c in fp.FusedPointwise().plan(7, "cpu").expected["cases"])
-    bytes_per_element = 4 + 4  # read x, write the output; the bias is one row
-    assert fp.bytes_moved(case) == math.prod(SMALL_TIMED) * bytes_per_element + 4 * 256
-
-
-def test_a_slip_is_named_on_a_gpu_plan_too(gpu_plan: Plan) -> None:
-    """The timed case carries the slips' outputs like the small ones, so a wrong GPU
-    submission still gets its likely cause, and they cost a block, not a full tensor."""
-    calls = []
-    for call, case in zip(gpu_plan.calls, gpu_plan.expected["cases"], strict=True):
-        x, bias = case.args
-        h = x.double() + bias.double()
-        erf = (0.5 * h * (1.0 + torch.erf(h / math.sqrt(2.0)))).to(x.dtype)
-        calls.append(CallResult(call.function, call.label, "ok", "torch.Tensor", to_raw(erf)))
-    verdict = judge(gpu_plan, SandboxResult("ok", "", tuple(calls), wall_s=0.5, device="cuda"))
-    timed = [r for r, c in zip(calls, gpu_plan.expected["cases"], strict=True) if c.timed_runs]
-    assert not fp.compare(timed_case(gpu_plan), timed[0]).ok  # the timed case fails too
-    assert "Likely cause: this is the exact (erf) GELU" in checks(verdict)[CORRECT]
-    held = [m.output.untyped_storage().nbytes() for m in timed_case(gpu_plan).mistakes]
-    assert held and max(held) * SMALL_TIMED[0] == math.prod(SMALL_TIMED) * 4  # one batch row
-
-
-def test_fast_enough_passes_and_says_how_fast(gpu_plan: Plan) -> None:
-    verdict = judge(gpu_plan, fake_gpu_result(gpu_plan, samples_at(gpu_plan, 0.8)))
-    assert verdict.status == "passed", verdict.checks
-    assert checks(verdict)[BANDWIDTH] == (
-        "achieved 2680 GB/s, 80% of the H100 SXM's 3350 GB/s peak (pass mark 50%)"
+def test_fast_enough_passes_and_names_the_bottleneck() -> None:
+    check = reading(2680.0)
+    assert check.passed and check.name == BANDWIDTH
+    assert check.message == (
+        "2680.0 GB/s of the H100 SXM's datasheet 3350.0 GB/s: memory-bandwidth bound, "
+        "80% of peak (pass mark 50%)"
     )
-    assert verdict.notes == ()
 
 
-def test_eager_speed_fails_only_the_bandwidth_check(gpu_plan: Plan) -> None:
-    verdict = judge(gpu_plan, fake_gpu_result(gpu_plan, samples_at(gpu_plan, 0.12)))
-    assert verdict.status == "failed"
-    found = {c.name: c for c in verdict.checks}
-    assert found[CORRECT].passed and found[ALLOWED].passed
-    assert not found[BANDWIDTH].passed
-    assert "achieved 402 GB/s, 12% of the H100 SXM's 3350 GB/s peak" in found[BANDWIDTH].message
-    assert "the pass mark is 50%" in found[BANDWIDTH].message
-    assert "torch.compile" in found[BANDWIDTH].message
+def test_eager_speed_fails_and_says_what_to_do() -> None:
+    check = reading(402.0)
+    assert not check.passed
+    assert "12% of peak, so arithmetic or per-op overhead bounds it" in check.message
+    assert "the pass mark is 50%" in check.message and "torch.compile" in check.message
 
 
-def test_impossible_timings_are_not_believed(gpu_plan: Plan) -> None:
-    verdict = judge(gpu_plan, fake_gpu_result(gpu_plan, samples_at(gpu_plan, 3.0)))
-    assert verdict.status == "failed"
-    assert "faster than the memory can go" in checks(verdict)[BANDWIDTH]
+def test_a_cpu_host_is_judged_against_its_measured_peak_at_its_own_mark() -> None:
+    check = reading(5.0, device="cpu", peak=19.0)
+    assert check.passed, check.message
+    assert check.message.startswith("5.0 GB/s of a measured 19.0 GB/s: 26% of peak")
+    assert "(pass mark 20%)" in check.message
+    assert not reading(2.0, device="cpu", peak=19.0).passed
 
 
-def test_samples_never_rescue_a_wrong_answer(gpu_plan: Plan) -> None:
-    result = fake_gpu_result(gpu_plan, samples_at(gpu_plan, 0.9), wrong_timed=True)
-    verdict = judge(gpu_plan, result)
-    found = {c.name: c for c in verdict.checks}
-    assert not found[CORRECT].passed and fp.TIMED_LABEL in found[CORRECT].message
-    assert not found[BANDWIDTH].passed
-    assert "must be correct first" in found[BANDWIDTH].message
-
-
-@pytest.mark.parametrize("samples", [(), (0.0, 0.0, 0.0), (float("nan"),)])
-def test_missing_or_broken_samples_fail_the_bandwidth_check(
-    gpu_plan: Plan, samples: tuple[float, ...]
-) -> None:
-    verdict = judge(gpu_plan, fake_gpu_result(gpu_plan, samples))
-    assert "no usable timing samples" in checks(verdict)[BANDWIDTH]
-
-
-def test_an_unknown_gpu_gets_the_number_in_a_note_not_a_check(
-    gpu_plan: Plan, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(fp, "device_name", lambda: "NVIDIA Mystery GPU")
-    verdict = judge(gpu_plan, fake_gpu_result(gpu_plan, samples_at(gpu_plan, 0.5)))
-    assert verdict.status == "passed"
-    assert BANDWIDTH not in checks(verdict)
-    (note,) = verdict.notes
-    assert "no datasheet peak is on file for 'NVIDIA Mystery GPU'" in note
-    assert "achieved 1675 GB/s" in note
+def test_impossible_or_unusable_readings_are_not_believed() -> None:
+    assert "faster than the memory can go" in reading(3350.0 * 3).message
+    assert not reading(3350.0 * 3).passed
+    unusable = reading(None)
+    assert not unusable.passed and "lost in the noise" in unusable.message
 
 
 @pytest.mark.parametrize(
@@ -312,13 +232,27 @@ def test_names_not_in_the_table_get_no_peak(name: str) -> None:
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_on_a_real_gpu_fusion_passes_and_eager_does_not(zygote: SandboxRunner) -> None:
-    """End to end on a GPU host: the compiled chain reaches the pass mark, eager falls short."""
+    """End to end on a GPU host, through the speed trial: the compiled chain reaches the
+    pass mark, eager falls short."""
     if fp.peak_for(fp.device_name()) is None:
         pytest.skip(f"{fp.device_name()} has no datasheet peak in the table")
-    compiled, result = grade(zygote, "correct_compiled.py", device="cuda")
-    assert result.device == "cuda"
+    compiled = grade_with_speed(zygote, "correct_compiled.py", "cuda")
     assert compiled.status == "passed", compiled.checks
-    assert "GB/s" in checks(compiled)[BANDWIDTH]
-    eager, _ = grade(zygote, "correct.py", device="cuda")
-    found = {c.name: c for c in eager.checks}
-    assert found[CORRECT].passed and not found[BANDWIDTH].passed
+    assert compiled.speed is not None and "GB/s" in checks(compiled)[BANDWIDTH]
+    eager = {c.name: c for c in grade_with_speed(zygote, "correct.py", "cuda").checks}
+    assert eager[CORRECT].passed and not eager[BANDWIDTH].passed
+
+
+def grade_with_speed(zygote: SandboxRunner, name: str, device: str) -> Verdict:
+    spec = JobSpec(
+        task_ref=TASK,
+        grader="fused_pointwise",
+        interface=("fused_gelu_bias",),
+        requirements=Requirements(),
+        limits=fp.FusedPointwise.limits,
+        prefers_cuda=device == "cuda",
+        filename=name,
+        source=(SOLUTIONS / name).read_text(),
+        speed=SpeedSpec("fused_gelu_bias", "gelu_bias_eager"),
+    )
+    return grade_prepared(spec, zygote, allow_cuda=device == "cuda")
