@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -18,6 +19,7 @@ from bot.db.dialect import upsert
 from bot.db.models import WorkerHeartbeat
 from bot.db.types import utcnow
 from bot.grading.capabilities import Capabilities, Requirements
+from bot.grading.peaks import Peaks
 
 BEAT_S = 10.0
 #: a worker not seen for this long is presumed gone: three beats.  A live worker's row is at
@@ -27,9 +29,21 @@ RECENT_S = 3 * BEAT_S
 
 
 async def beat(
-    sessions: async_sessionmaker[AsyncSession], name: str, capabilities: Capabilities
+    sessions: async_sessionmaker[AsyncSession],
+    name: str,
+    capabilities: Capabilities,
+    peaks: Peaks | None = None,
 ) -> None:
+    """Say that worker ``name`` is alive, with what it can run and, once it has measured it,
+    its roofline (``bot.grading.peaks``); a beat without ``peaks`` keeps the row's."""
     now = utcnow()
+    roofline: dict[str, Any] = {}
+    if peaks is not None:
+        roofline = {
+            "cpu_model": peaks.cpu_model[:128],
+            "peak_gbs": peaks.bandwidth_gbs,
+            "peak_gflops": peaks.gflops,
+        }
     values = {
         "name": name,
         "host": socket.gethostname()[:255],
@@ -38,12 +52,13 @@ async def beat(
         "gpu_memory_mib": capabilities.gpu_memory_mib,
         "started_at": now,
         "last_seen_at": now,
+        **roofline,
     }
     async with sessions() as session, session.begin():
         statement = upsert(session, WorkerHeartbeat).values(**values)
         await session.execute(
             statement.on_conflict_do_update(
-                index_elements=[WorkerHeartbeat.name], set_={"last_seen_at": now}
+                index_elements=[WorkerHeartbeat.name], set_={"last_seen_at": now, **roofline}
             )
         )
 

@@ -24,6 +24,7 @@ from bot.db.migrate import require_current
 from bot.errors import UserError
 from bot.grading import PARENT_PID_ENV
 from bot.grading.capabilities import detect
+from bot.grading.peaks import measure_peaks
 from bot.grading.worker import Worker
 from bot.sandbox import Zygote, format_report, linux, minimum_ok
 from bot.supervision import Backoff
@@ -36,11 +37,16 @@ POLL_S = 0.2
 
 
 def check(settings: Settings) -> int:
-    """Print the isolation report and the device this worker would grade on; exit 0 when
-    ``brrrbot worker`` would start here, 1 otherwise (the same tests, in the same order)."""
+    """Print the isolation report, the roofline a worker measures here and the device it
+    would grade on; exit 0 when ``brrrbot worker`` would start here, 1 otherwise (the same
+    tests, in the same order)."""
     with Zygote() as zygote:
         layers = zygote.isolation_report()
     print(format_report(layers))
+    try:
+        print(f"roofline: {measure_peaks().describe()}")
+    except Exception as exc:  # a worker grades without one (Worker._measure_peaks)
+        print(f"roofline: not measured: {type(exc).__name__}: {exc}")
     try:
         capabilities = detect(settings.worker_device)
     except RuntimeError as exc:

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.db.engine import make_sessionmaker
 from bot.db.models import Submission
-from bot.grading import heartbeat, queue
+from bot.grading import heartbeat, peaks, queue
 from bot.grading.capabilities import Capabilities
 from bot.grading.job_spec import BadSpec, JobSpec
 from bot.grading.service import SandboxRunner, grade_prepared
@@ -105,6 +105,8 @@ class Worker:
         self.poll_s = poll_s
         self.lease_s = lease_s
         self.name = worker_name()
+        #: this host's roofline on the job core, measured at the start of ``run``
+        self.peaks: peaks.Peaks | None = None
         self._busy = False
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -112,8 +114,9 @@ class Worker:
 
         ``poll_s`` (None: the backend's default, see ``bot.grading.wakeup``) bounds each wait.
         """
+        self.peaks = await self._measure_peaks()
         await heartbeat.prune(self.sessions)
-        await heartbeat.beat(self.sessions, self.name, self.capabilities)
+        await heartbeat.beat(self.sessions, self.name, self.capabilities, self.peaks)
         beating = asyncio.create_task(self._keep_beating())
         log.info("worker %s ready (%s)", self.name, self.capabilities.describe())
         try:
@@ -127,11 +130,20 @@ class Worker:
             with contextlib.suppress(Exception):
                 await heartbeat.forget(self.sessions, self.name)
 
+    async def _measure_peaks(self) -> peaks.Peaks | None:
+        """Measure the roofline once, before claiming a job (so no job competes with it); a
+        worker that cannot still grades, and advertises no roofline."""
+        try:
+            return await asyncio.to_thread(peaks.current)
+        except Exception:
+            log.warning("worker %s: could not measure the roofline", self.name, exc_info=True)
+            return None
+
     async def _keep_beating(self) -> None:
         while True:
             await asyncio.sleep(heartbeat.BEAT_S)
             try:
-                await heartbeat.beat(self.sessions, self.name, self.capabilities)
+                await heartbeat.beat(self.sessions, self.name, self.capabilities, self.peaks)
             except Exception:  # a database blip must not stop grading; the next beat retries
                 log.warning("worker %s: heartbeat failed", self.name, exc_info=True)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,14 @@ def test_worker_check_reports_layers(tmp_path: Path) -> None:
     for layer in ("no network", "resource limits", "every process killed at job end"):
         assert layer in result.stdout
     assert "minimum isolation (required layers): OK" in result.stdout
+    roofline = re.search(
+        r"^roofline: ([\d.]+) GB/s memory bandwidth \(STREAM triad\), (\d+) GFLOP/s float32 "
+        r"matmul, on 1 core of \S.*$",
+        result.stdout,
+        re.MULTILINE,
+    )
+    assert roofline, result.stdout
+    assert float(roofline[1]) > 0 and int(roofline[2]) > 0
 
 
 def test_grade_seed_replays_the_same_draw(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from bot.db.models import WorkerHeartbeat
 from bot.db.types import utcnow
 from bot.grading import heartbeat
 from bot.grading.capabilities import Capabilities, Requirements
+from bot.grading.peaks import Peaks
 
 GPU = Capabilities(cuda=True, gpu_name="H200", gpu_memory_mib=141 * 1024)
 NEEDS_BIG_GPU = Requirements(needs_cuda=True, min_gpu_memory_mib=80 * 1024)
@@ -73,3 +74,26 @@ async def test_a_killed_worker_stops_counting_within_three_beats(engine: AsyncEn
     await _age(engine, "cpu-1", 3.5 * heartbeat.BEAT_S)  # killed: no beat for three periods
     async with sessions() as session:
         assert not await heartbeat.capable_worker_seen(session, Requirements(), utcnow())
+
+
+async def test_beats_carry_the_measured_roofline(engine: AsyncEngine) -> None:
+    sessions = make_sessionmaker(engine)
+    roofline = Peaks("AMD EPYC 7B13", 18.25, 96.5)
+    await heartbeat.beat(sessions, "cpu-1", Capabilities(), roofline)
+    await heartbeat.beat(sessions, "cpu-1", Capabilities())  # a beat without keeps them
+    await heartbeat.beat(sessions, "gpu-1", GPU, Peaks("Intel(R) Xeon(R) Platinum", 14.0, 70.0))
+    await heartbeat.beat(sessions, "old-1", Capabilities())  # a worker that has none
+    async with sessions() as session:
+        rows = (
+            await session.execute(select(WorkerHeartbeat).order_by(WorkerHeartbeat.name))
+        ).scalars()
+        columns = [(r.name, r.cpu_model, r.peak_gbs, r.peak_gflops) for r in rows]
+    assert columns == [
+        ("cpu-1", "AMD EPYC 7B13", 18.25, 96.5),
+        ("gpu-1", "Intel(R) Xeon(R) Platinum", 14.0, 70.0),  # a CUDA host's CPU roofline too
+        ("old-1", None, None, None),
+    ]
+    await heartbeat.beat(sessions, "old-1", Capabilities(), Peaks("Ampere Altra", 20.0, 30.0))
+    async with sessions() as session:
+        row = await session.get(WorkerHeartbeat, "old-1")
+        assert row is not None and (row.cpu_model, row.peak_gbs) == ("Ampere Altra", 20.0)
