@@ -1,4 +1,5 @@
-"""/profile (an image card plus text) and /leaderboard (pages with buttons)."""
+"""/profile (an image card plus text) and /leaderboard (XP pages with buttons, or one task's
+speed board)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,17 @@ from discord.ext import commands
 
 from bot import clock
 from bot.app import BrrrBot
-from bot.exts.common import bot_of, display_name, guild_id_of
+from bot.content import AnyTask
+from bot.exts.common import MAX_CHOICES, UserFacingError, bot_of, display_name, guild_id_of
 from bot.exts.errors import AnswersErrors
 from bot.presentation.boards import leaderboard_embed, profile_text
 from bot.presentation.images import profile_card
+from bot.presentation.limits import truncate
+from bot.presentation.speed_boards import PICK_A_TASK, no_speed_results, speed_board_embed
 from bot.progress.leaderboard import Page, leaderboard
 from bot.progress.members import ensure_member, find_member_id
 from bot.progress.profile import profile
+from bot.progress.speed_board import is_speed_ranked, speed_board, speed_task_refs
 from bot.progress.totals import Board
 
 PERIOD_LABELS: dict[str, str] = {"week": "this week", "month": "this month", "all": "all time"}
@@ -66,16 +71,76 @@ class Progress(commands.Cog):
         )
 
     @app_commands.command(name="leaderboard", description="The server's top learners")
-    @app_commands.describe(period="week, month or all time (default: week)")
+    @app_commands.describe(
+        period="week, month or all time (default: week); XP board only",
+        board="xp (default), or speed: the fastest solutions of one task",
+        task="the task whose speed board to show (with board:speed)",
+    )
     @app_commands.guild_only()
     async def leaderboard(
         self,
         interaction: discord.Interaction,
         period: Literal["week", "month", "all"] = "week",
+        board: Literal["xp", "speed"] = "xp",
+        task: str | None = None,
     ) -> None:
+        if board == "speed" and not (task and task.strip()):
+            await interaction.response.send_message(PICK_A_TASK, ephemeral=True)
+            return
         await interaction.response.defer(thinking=True)  # acknowledge before any database work
+        if board == "speed" and task:
+            await self.speed_board(interaction, task.strip())
+            return
         embed, view = await self.board_page(interaction, period, 1)
         await interaction.edit_original_response(embed=embed, view=view)
+
+    @leaderboard.autocomplete("task")
+    async def speed_task_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        """Speed-ranked tasks of the map, in map order, then any other task with results."""
+        if interaction.guild_id is None:
+            return []
+        guild_map = await self.bot.services.guild_map(interaction.guild_id)
+        with_results = await self.bot.services.read(speed_task_refs, interaction.guild_id)
+        titles = {ref: task.title for ref, _, task in guild_map.tasks()}
+        ranked = [ref for ref, _, task in guild_map.tasks() if is_speed_ranked(task)]
+        refs = dict.fromkeys([*ranked, *with_results])
+        needle = current.casefold().strip()
+        choices = []
+        for ref in refs:
+            title = titles.get(ref, "")
+            if len(ref) <= 100 and (needle in ref.casefold() or needle in title.casefold()):
+                label = f"{ref} · {title}" if title else ref
+                choices.append(app_commands.Choice(name=truncate(label, 100), value=ref))
+        return choices[:MAX_CHOICES]
+
+    async def speed_board(self, interaction: discord.Interaction, task_ref: str) -> None:
+        """Answer a deferred ``/leaderboard board:speed task:...``: the board, or why there is
+        none."""
+        guild_id = guild_id_of(interaction)
+        guild_map = await self.bot.services.guild_map(guild_id)
+        try:
+            task: AnyTask | None = guild_map.find_task(task_ref)[1]
+        except KeyError:
+            task = None
+        result = await self.bot.services.read(speed_board, guild_id=guild_id, task_ref=task_ref)
+        title = task.title if task is not None else None
+        if not result.empty:
+            embed = speed_board_embed(result, title=title)
+            await interaction.edit_original_response(embed=embed)
+        elif task is not None and is_speed_ranked(task):
+            await interaction.edit_original_response(content=no_speed_results(title, task_ref))
+        elif task is not None:
+            raise UserFacingError(
+                f"`{truncate(task_ref, 100)}` is not speed-ranked: its verdicts time nothing, "
+                "so it has no speed board. Pick a task from the list as you type."
+            )
+        else:
+            raise UserFacingError(
+                f"There is no task `{truncate(task_ref, 100)}` with a speed board in this "
+                "server. Pick one from the list as you type."
+            )
 
     async def board_page(
         self, interaction: discord.Interaction, period: Board, number: int

@@ -32,6 +32,7 @@ from bot.presentation.images import weekly_chart
 from bot.presentation.limits import batch_embeds, fit_embed, truncate
 from bot.presentation.quests import quest_embeds
 from bot.presentation.safety import safe_name
+from bot.presentation.speed_boards import fastest_line
 from bot.progress.champions import Champion, crown
 from bot.progress.highlights import weekly_highlights
 from bot.progress.periods import Period, local_date, week_of
@@ -267,7 +268,8 @@ class Schedule(commands.Cog):
         return [Part(batch) for batch in batch_embeds(embeds)]
 
     async def post_weekly(self, guild: Guild, week: Period) -> discord.Message:
-        """Post a week's leaderboard: a bar chart of the top 10 and the week's highlights."""
+        """Post a week's leaderboard: a bar chart of the top 10 and the week's highlights (the
+        fastest speed result of the week among them)."""
         channel = self._channel(guild)
         return await self._post(channel, await self.weekly_parts(guild, week))
 
@@ -291,6 +293,9 @@ class Schedule(commands.Cog):
         ] or ["Nobody earned XP this week. A new week, a new chance!"]
         if champions:
             lines = [champion_line(champions), "", *lines]
+        if highlights.fastest is not None:
+            title = await self._task_title(guild, highlights.fastest.task_ref)
+            lines += ["", fastest_line(highlights.fastest, title=title)]
         if highlights.level_ups:
             lines += ["", "**Level-ups**"] + [
                 f"{safe_name(u.display_name)} reached level {u.new_level}"
@@ -306,6 +311,14 @@ class Schedule(commands.Cog):
         )
         embed.set_image(url=f"attachment://{IMAGE_NAME}")
         return [Part([fit_embed(embed)], image=chart)]
+
+    async def _task_title(self, guild: Guild, task_ref: str) -> str | None:
+        """The title of a task of the server's map; None when the map no longer has it."""
+        guild_map = await self.bot.services.guild_map(guild.id)
+        try:
+            return guild_map.find_task(task_ref)[1].title
+        except KeyError:
+            return None
 
     async def _crown(self, guild: Guild, week: Period) -> tuple[Champion, ...]:
         """With a champion role configured, the week's first place(s) take it over; crowning

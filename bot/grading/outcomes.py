@@ -32,6 +32,7 @@ from bot.grading.transport import PendingVerdict, Route, RouteRefused, Transport
 from bot.logs import log_context
 from bot.metrics import METRICS
 from bot.progress.awards import NO_AWARD, Award, award_verdict
+from bot.progress.speed_board import record_speed
 from graders.base import Verdict
 
 log = logging.getLogger(__name__)
@@ -136,9 +137,9 @@ async def _due_for_settling(
 async def settle(
     session: AsyncSession, submission_id: int, task_xp: int | None, now: datetime
 ) -> bool:
-    """Pay a finished verdict's XP (``task_xp`` None: the task is gone, no XP) and record the
-    award on the submission; False when another process settled it first.  Raises
-    ``BadVerdict`` when the stored verdict cannot be read."""
+    """Pay a finished verdict's XP (``task_xp`` None: the task is gone, no XP), record its speed
+    result if it passed with one, and record the award on the submission; False when another
+    process settled it first.  Raises ``BadVerdict`` when the stored verdict cannot be read."""
     row = (
         await session.execute(
             select(Submission, Guild.timezone)
@@ -162,6 +163,16 @@ async def settle(
             score=verdict.score,
             submission_id=submission.id,
             tz=ZoneInfo(tz_name),
+            now=now,
+        )
+    if verdict.status == "passed" and verdict.speed is not None:
+        await record_speed(
+            session,
+            guild_id=submission.guild_id,
+            member_id=submission.member_id,
+            submission_id=submission.id,
+            task_ref=submission.task_ref,
+            speed=verdict.speed,
             now=now,
         )
     await session.execute(

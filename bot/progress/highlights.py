@@ -7,10 +7,12 @@ Rules:
   (totals from the ledger at those two instants), biggest new level first, at most 10.
 - Streaks: the 10 longest current streaks as of "now" (see ``bot.progress.streaks``); a streak
   needs at least 2 days to be listed.
+- Fastest: the week's most tried speed-ranked task and its best result that week
+  (``bot.progress.speed_board.fastest_of_week``); None when nobody had a speed result.
 - The week is any ``Period`` from ``bot.progress.periods.week_of``: the bot passes the week it
   reports on (the week just ended, for a post at the start of a week).
-- A member hidden from the boards (``/privacy hide``, or anonymised) is in none of the three: the
-  top closes up around them, and they are no level-up and no streak.
+- A member hidden from the boards (``/privacy hide``, or anonymised) is in none of them: the
+  top closes up around them, and they are no level-up, no streak and not the fastest.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from bot.progress.leaderboard import Entry, standings
 from bot.progress.ledger import COMPLETION_SOURCES, completion_days
 from bot.progress.levels import level_for
 from bot.progress.periods import Period, day_of, local_date
+from bot.progress.speed_board import FastestOfWeek, fastest_of_week
 from bot.progress.streaks import streak_on
 
 LIMIT = 10
@@ -57,12 +60,14 @@ class WeeklyHighlights:
     top: tuple[Entry, ...]
     level_ups: tuple[LevelUp, ...]
     streaks: tuple[StreakRun, ...]
+    fastest: FastestOfWeek | None = None
 
 
 async def weekly_highlights(
     session: AsyncSession, *, guild_id: int, week: Period, tz: ZoneInfo, now: datetime
 ) -> WeeklyHighlights:
-    """The week's top, level-ups and the longest current streaks as of ``now``."""
+    """The week's top, level-ups, fastest speed result and the longest current streaks as of
+    ``now``."""
     if week.kind != "week":
         raise ValueError(f"weekly highlights need a week, not a {week.kind}")
     return WeeklyHighlights(
@@ -70,6 +75,7 @@ async def weekly_highlights(
         await standings(session, guild_id, "week", week.key, limit=LIMIT),
         await _level_ups(session, guild_id, week),
         await _streaks(session, guild_id, tz, now),
+        await fastest_of_week(session, guild_id=guild_id, week=week),
     )
 
 

@@ -7,12 +7,13 @@ Rules:
   own profile still shows their place.  Showing undoes it.  Both are idempotent.
 - An export is everything kept about the caller in the server, as a typed tree that
   ``export_json`` writes out: the member row, totals, every ledger row, every submission with its
-  code, verdict and grading jobs, quiz results, completions, the roles the bot believes it gave
-  them and the weeks they were champion.  Quiz answers are marked when given; only the result
-  (the ledger row) is kept, never the text typed.
+  code, verdict and grading jobs, quiz results, completions, speed results, the roles the bot
+  believes it gave them and the weeks they were champion.  Quiz answers are marked when given;
+  only the result (the ledger row) is kept, never the text typed.
 - A deletion removes the member's submissions (their grading jobs go with them by the foreign
-  key's cascade) and their name from the weeks they were champion of, and anonymises the member
-  row: the append-only ledger keeps its rows, pointing at a row that no longer names anyone
+  key's cascade) and their speed results (deleted outright, not left to the cascade), takes
+  their name from the weeks they were champion of, and anonymises the member row: the
+  append-only ledger keeps its rows, pointing at a row that no longer names anyone
   (``user_id = -id``, no display name, hidden, ``anonymised_at`` set), whose totals are
   unlisted for good.  The user is queued for a role check so the bot takes back the roles it
   gave; their next command starts a fresh member row at 0 XP.  An audit row records that a
@@ -42,6 +43,7 @@ from bot.db.models import (
     Member,
     MemberXp,
     RoleGrant,
+    SpeedRecord,
     Submission,
     WeeklyChampion,
     XpEntry,
@@ -50,6 +52,7 @@ from bot.progress.champions import NOBODY
 from bot.progress.ledger import COMPLETION_SOURCES
 from bot.progress.members import ensure_member, find_member_id, lock_member
 from bot.progress.role_queue import queue_users
+from bot.progress.speed_board import ExportedSpeedResult, member_speed_results
 from bot.progress.totals import set_listed
 
 DELETE_ACTION = "privacy-delete"
@@ -170,6 +173,7 @@ class MemberExport:
     completions: tuple[ExportedCompletion, ...]
     role_ids_given: tuple[int, ...]
     champion_weeks: tuple[str, ...]
+    speed_results: tuple[ExportedSpeedResult, ...] = ()
 
 
 async def export(
@@ -214,6 +218,7 @@ async def export(
                 .order_by(WeeklyChampion.period)
             )
         ),
+        speed_results=await member_speed_results(session, member.id),
     )
 
 
@@ -358,6 +363,7 @@ async def delete_member_data(
     ledger_rows = await session.scalar(
         select(func.count()).select_from(XpEntry).where(XpEntry.member_id == member_id)
     )
+    await session.execute(delete(SpeedRecord).where(SpeedRecord.member_id == member_id))
     removed = await session.execute(delete(Submission).where(Submission.member_id == member_id))
     await _uncrown(session, guild_id, user_id)
     await set_listed(session, guild_id=guild_id, member_id=member_id, listed=False)

@@ -67,7 +67,7 @@ async def test_a_learner_sees_every_learner_command_and_no_admin(world: World) -
     text = await _help(world, world.learner())
     assert _listed(text, everyone) == sorted(everyone)  # subcommands by their whole name
     assert "Moderator commands" not in text  # and no /admin line: the list is exactly everyone
-    assert "`/leaderboard [period]` · The server's top learners" in text
+    assert "`/leaderboard [period] [board] [task]` · The server's top learners" in text
     assert "No daily quest yet" in text and "/admin setup" in text  # before setup
 
 

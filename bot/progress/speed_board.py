@@ -1,0 +1,294 @@
+"""Speed boards: each member's best speed trial of a task, ranked per device class.
+
+Rules:
+
+- A settled ``passed`` verdict that carries a speed result records one row in ``speed_results``
+  (``record_speed``), in the settling transaction.  The row is keyed by its submission, so
+  settling again, or a second process settling the same verdict, leaves that one row; a
+  regrade that passes with a new trial replaces it (any other regrade leaves it).  A speed
+  result never pays XP: it only ranks.
+- Ratios (reference time / learner time: 2.0 is twice as fast as the reference) compare only on
+  the same kind of hardware, so a board has one ranking per device class (a GPU name or a CPU
+  model).  Within a device class a member counts once, with their best ratio; on equal ratios
+  the earlier run is their best.  Order: higher ratio first; on equal ratios, whoever got there
+  first; then the lower member id, so ranks are distinct positions.  Device classes come with
+  the most members first, then by name.
+- A member hidden from the boards (``/privacy hide``, or anonymised) is on no speed board and
+  in no "fastest of the week": the ranks close up around them.
+- Fastest of the week: among the results recorded in the week (``[start, end)`` of a
+  ``bot.progress.periods`` week), the task with the most of them (ties: the lower task ref),
+  and its best result of that week.  Only speed-ranked tasks ever get results, so every task
+  with results counts.
+- Whether a task is speed-ranked is asked of ``is_speed_ranked`` alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Row, false, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.db.dialect import upsert
+from bot.db.models import Member, SpeedRecord
+from bot.progress.periods import Period
+from graders.base import SpeedResult
+
+#: entries shown per device class
+PER_DEVICE = 10
+
+
+def is_speed_ranked(task: object) -> bool:
+    """Whether a task's passing submissions get a speed trial (a build task with ``speed``)."""
+    return getattr(task, "speed", None) is not None
+
+
+@dataclass(frozen=True)
+class SpeedEntry:
+    rank: int
+    member_id: int
+    user_id: int
+    display_name: str
+    ratio: float  # reference / learner: above 1 is faster than the reference
+    learner_s: float
+    reference_s: float
+    achieved_at: datetime  # when this best run was recorded
+
+
+@dataclass(frozen=True)
+class DeviceBoard:
+    device: str
+    ranked: int  # members with a result on this device class
+    entries: tuple[SpeedEntry, ...]  # the first ``PER_DEVICE`` of them
+
+
+@dataclass(frozen=True)
+class SpeedBoard:
+    guild_id: int
+    task_ref: str
+    devices: tuple[DeviceBoard, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.devices
+
+
+@dataclass(frozen=True)
+class FastestOfWeek:
+    week_key: str
+    task_ref: str
+    results: int  # the task's results that week (listed members)
+    member_id: int
+    user_id: int
+    display_name: str
+    ratio: float
+    device: str
+    achieved_at: datetime
+
+
+async def record_speed(
+    session: AsyncSession,
+    *,
+    guild_id: int,
+    member_id: int,
+    submission_id: int,
+    task_ref: str,
+    speed: SpeedResult,
+    now: datetime,
+) -> None:
+    """Record a passing submission's speed trial: one row per submission, so settling it again
+    changes nothing, and a regrade's trial replaces the one before it."""
+    values = {
+        "device": speed.device,
+        "ratio": speed.ratio,
+        "learner_s": speed.learner_s,
+        "reference_s": speed.reference_s,
+        "spread": speed.spread,
+        "pairs": speed.pairs,
+        "created_at": now,
+    }
+    statement = upsert(session, SpeedRecord).values(
+        guild_id=guild_id,
+        member_id=member_id,
+        submission_id=submission_id,
+        task_ref=task_ref,
+        **values,
+    )
+    await session.execute(
+        statement.on_conflict_do_update(index_elements=[SpeedRecord.submission_id], set_=values)
+    )
+
+
+def _listed() -> tuple[ColumnElement[bool], ...]:
+    """The member (joined) is on the public boards."""
+    return (Member.hidden == false(), Member.anonymised_at.is_(None))
+
+
+async def speed_board(
+    session: AsyncSession, *, guild_id: int, task_ref: str, per_device: int = PER_DEVICE
+) -> SpeedBoard:
+    """The board of one task: per device class, the first ``per_device`` listed members by
+    their best ratio (see the rules)."""
+    best = (
+        select(
+            SpeedRecord.member_id,
+            SpeedRecord.device,
+            SpeedRecord.ratio,
+            SpeedRecord.learner_s,
+            SpeedRecord.reference_s,
+            SpeedRecord.created_at.label("achieved_at"),
+            func.row_number()
+            .over(
+                partition_by=(SpeedRecord.member_id, SpeedRecord.device),
+                order_by=(SpeedRecord.ratio.desc(), SpeedRecord.created_at, SpeedRecord.id),
+            )
+            .label("nth"),
+        )
+        .join(Member, Member.id == SpeedRecord.member_id)
+        .where(SpeedRecord.guild_id == guild_id, SpeedRecord.task_ref == task_ref, *_listed())
+        .subquery()
+    )
+    ranked = (
+        select(
+            best.c.member_id,
+            best.c.device,
+            best.c.ratio,
+            best.c.learner_s,
+            best.c.reference_s,
+            best.c.achieved_at,
+            func.row_number()
+            .over(
+                partition_by=best.c.device,
+                order_by=(best.c.ratio.desc(), best.c.achieved_at, best.c.member_id),
+            )
+            .label("rank"),
+            func.count().over(partition_by=best.c.device).label("ranked"),
+        )
+        .where(best.c.nth == 1)
+        .subquery()
+    )
+    query = (
+        select(
+            ranked.c.device,
+            ranked.c.ranked,
+            ranked.c.rank,
+            ranked.c.member_id,
+            Member.user_id,
+            Member.display_name,
+            ranked.c.ratio,
+            ranked.c.learner_s,
+            ranked.c.reference_s,
+            ranked.c.achieved_at,
+        )
+        .join(Member, Member.id == ranked.c.member_id)
+        .where(ranked.c.rank <= per_device)
+        .order_by(ranked.c.device, ranked.c.rank)
+    )
+    return SpeedBoard(guild_id, task_ref, _by_device((await session.execute(query)).all()))
+
+
+def _by_device(rows: Sequence[Row[Any]]) -> tuple[DeviceBoard, ...]:
+    grouped: dict[str, list[SpeedEntry]] = {}
+    sizes: dict[str, int] = {}
+    for device, ranked, *entry in rows:
+        grouped.setdefault(device, []).append(SpeedEntry(*entry))
+        sizes[device] = ranked
+    order = sorted(grouped, key=lambda device: (-sizes[device], device))
+    return tuple(DeviceBoard(device, sizes[device], tuple(grouped[device])) for device in order)
+
+
+async def speed_task_refs(session: AsyncSession, guild_id: int) -> tuple[str, ...]:
+    """The tasks that have a speed result of a listed member in the server, in ref order."""
+    query = (
+        select(SpeedRecord.task_ref)
+        .distinct()
+        .join(Member, Member.id == SpeedRecord.member_id)
+        .where(SpeedRecord.guild_id == guild_id, *_listed())
+        .order_by(SpeedRecord.task_ref)
+    )
+    return tuple(await session.scalars(query))
+
+
+async def fastest_of_week(
+    session: AsyncSession, *, guild_id: int, week: Period
+) -> FastestOfWeek | None:
+    """The week's most tried speed task and its best result that week; None without any."""
+    if week.kind != "week":
+        raise ValueError(f"the fastest of the week needs a week, not a {week.kind}")
+    in_week = (
+        SpeedRecord.guild_id == guild_id,
+        SpeedRecord.created_at >= week.start,
+        SpeedRecord.created_at < week.end,
+        *_listed(),
+    )
+    results = func.count().label("results")
+    busiest = (
+        await session.execute(
+            select(SpeedRecord.task_ref, results)
+            .join(Member, Member.id == SpeedRecord.member_id)
+            .where(*in_week)
+            .group_by(SpeedRecord.task_ref)
+            .order_by(results.desc(), SpeedRecord.task_ref)
+            .limit(1)
+        )
+    ).first()
+    if busiest is None:
+        return None
+    task_ref, count = busiest
+    best = (
+        await session.execute(
+            select(
+                SpeedRecord.member_id,
+                Member.user_id,
+                Member.display_name,
+                SpeedRecord.ratio,
+                SpeedRecord.device,
+                SpeedRecord.created_at,
+            )
+            .join(Member, Member.id == SpeedRecord.member_id)
+            .where(*in_week, SpeedRecord.task_ref == task_ref)
+            .order_by(SpeedRecord.ratio.desc(), SpeedRecord.created_at, SpeedRecord.id)
+            .limit(1)
+        )
+    ).first()
+    return None if best is None else FastestOfWeek(week.key, task_ref, count, *best)
+
+
+@dataclass(frozen=True)
+class ExportedSpeedResult:
+    """A member's own speed trial, as ``/privacy export`` lists it."""
+
+    submission_id: int
+    task_ref: str
+    device: str
+    ratio: float
+    learner_s: float
+    reference_s: float
+    spread: float
+    pairs: int
+    recorded_at: datetime
+
+
+async def member_speed_results(
+    session: AsyncSession, member_id: int
+) -> tuple[ExportedSpeedResult, ...]:
+    """Every speed result of one member, oldest first (hidden or not: it is their own)."""
+    query = (
+        select(
+            SpeedRecord.submission_id,
+            SpeedRecord.task_ref,
+            SpeedRecord.device,
+            SpeedRecord.ratio,
+            SpeedRecord.learner_s,
+            SpeedRecord.reference_s,
+            SpeedRecord.spread,
+            SpeedRecord.pairs,
+            SpeedRecord.created_at,
+        )
+        .where(SpeedRecord.member_id == member_id)
+        .order_by(SpeedRecord.id)
+    )
+    return tuple(ExportedSpeedResult(*row) for row in await session.execute(query))

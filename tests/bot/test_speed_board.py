@@ -1,0 +1,191 @@
+"""Speed boards through the real bot and the loopback fake: passing verdicts with a speed trial
+go through the bot's own settling, then ``/leaderboard board:speed`` ranks them per device
+class without the hidden member, and the weekly post names the week's fastest.
+
+No grading workers: each test member's submission stays queued until the test writes its
+verdict, as a worker would, and the bot settles it.  The bot's clock is controlled, so every
+result is recorded at ``START`` and the week of the post is known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC
+
+import pytest
+import pytest_asyncio
+
+from bot.content import BuildTask
+from bot.presentation.speed_boards import (
+    PICK_A_TASK,
+    fastest_line,
+    no_speed_results,
+    speed_board_embed,
+    task_label,
+)
+from bot.progress.periods import week_key
+from bot.progress.speed_board import (
+    DeviceBoard,
+    FastestOfWeek,
+    SpeedBoard,
+    SpeedEntry,
+    is_speed_ranked,
+)
+from graders.base import Check, SpeedResult, Verdict
+from tests.bot.conftest import START, World, start_world
+from tests.fakediscord import Message, User
+from tests.presentation.discord_check import assert_sendable, text_of
+from tests.support import BUILD_TASK, seed_content
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+GPU, CPU = "NVIDIA H200", "AMD EPYC 7B13"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
+    async for started in start_world(tmp_path_factory.mktemp("speed"), workers=0, clock=True):
+        yield started
+
+
+def _query(world: World, sql: str, *args: object) -> list[tuple]:
+    with contextlib.closing(sqlite3.connect(world.database, timeout=30)) as db, db:
+        return db.execute(sql, args).fetchall()
+
+
+async def _reply(world: World, user: User, command: str, /, **options: object) -> Message:
+    return await (await world.slash(user, command, **options)).original(timeout=10)
+
+
+async def _passes(world: World, user: User, ratio: float, device: str) -> None:
+    """``user`` submits; their submission then passes with a speed trial, written as a worker
+    writes a verdict (the bot settles it)."""
+    assert (await world.submit_reply(user)).startswith("Queued")
+    ((submission_id,),) = _query(
+        world,
+        "SELECT s.id FROM submissions s JOIN members m ON m.id = s.member_id WHERE m.user_id = ?",
+        user.id,
+    )
+    trial = SpeedResult(
+        ratio=ratio, learner_s=0.02 / ratio, reference_s=0.02, spread=0.05, pairs=11, device=device
+    )
+    verdict = Verdict(BUILD_TASK, "passed", 1.0, (Check("correct", True, "ok"),), "", speed=trial)
+    finished = START.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    _query(
+        world,
+        "UPDATE submissions SET status = 'passed', score = 1.0, verdict = ?, finished_at = ? "
+        "WHERE id = ?",
+        json.dumps(verdict.to_json()),
+        finished,
+        submission_id,
+    )
+    _query(world, "UPDATE grading_jobs SET status = 'done' WHERE submission_id = ?", submission_id)
+
+
+async def _until_recorded(world: World, count: int, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _query(world, "SELECT COUNT(*) FROM speed_results") == [(count,)]:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {count} speed results")
+
+
+async def test_speed_board_ranks_per_device_and_the_week_names_the_fastest(world: World) -> None:
+    ada, bob, cyd, dan = (world.learner() for _ in range(4))
+    assert (await _reply(world, dan, "privacy hide")).ephemeral
+    for user, ratio, device in ((ada, 3.1, GPU), (bob, 1.8, GPU), (cyd, 2.4, CPU), (dan, 9.9, GPU)):
+        await _passes(world, user, ratio, device)
+    await _until_recorded(world, 4)
+    _, task = seed_content().find_task(BUILD_TASK)
+    assert isinstance(task, BuildTask)
+    paid = _query(
+        world,
+        "SELECT m.user_id, SUM(x.amount) FROM xp_ledger x JOIN members m ON m.id = x.member_id "
+        "GROUP BY m.user_id",
+    )
+    assert dict(paid) == {user.id: task.xp for user in (ada, bob, cyd, dan)}  # a trial pays 0
+
+    # offered: the map's speed-ranked tasks, then tasks with results (this one, ranked or not)
+    quests = seed_content().quests
+    ranked = [f"{q.id}/{t.id}" for q in quests for t in q.tasks if is_speed_ranked(t)]
+    choices = await world.fake.invoke_autocomplete(
+        world.guild, world.quests, bob, "leaderboard", focused="task", value="", options={}
+    )
+    assert sorted(c["value"] for c in choices) == sorted({*ranked, BUILD_TASK})
+
+    board = await _reply(world, bob, "leaderboard", board="speed", task=BUILD_TASK)
+    assert not board.ephemeral
+    (embed,) = board.embeds
+    assert embed["title"] == f"⚡ Speed board · {task_label(task.title, BUILD_TASK)}"
+    gpu, cpu = embed["fields"]
+    when = f"<t:{int(START.timestamp())}:d>"
+    assert gpu["name"] == f"{GPU} · 2 members"
+    assert gpu["value"].splitlines() == [
+        f"🥇 <@{ada.id}> · **3.1×** · {when}",
+        f"🥈 <@{bob.id}> · **1.8×** · {when}",
+    ]
+    assert cpu["name"] == f"{CPU} · 1 member"
+    assert cpu["value"] == f"🥇 <@{cyd.id}> · **2.4×** · {when}"
+    assert str(dan.id) not in json.dumps(board.embeds)  # hidden: on no board
+
+    pick = await _reply(world, bob, "leaderboard", board="speed")
+    assert pick.ephemeral and pick.content == PICK_A_TASK
+    quiz = await _reply(world, bob, "leaderboard", board="speed", task="go-brrrr/shape-predictions")
+    assert "not speed-ranked" in quiz.content
+    for ref in [r for r in ranked if r != BUILD_TASK][:1]:  # a speed-ranked task nobody passed
+        _, untried = seed_content().find_task(ref)
+        empty = await _reply(world, bob, "leaderboard", board="speed", task=ref)
+        assert empty.content == no_speed_results(untried.title, ref) and not empty.embeds
+
+    setup = await world.slash(world.owner, "admin setup", channel=world.quests)
+    await setup.original()
+    week = week_key(START.date())
+    posted = await world.slash(world.owner, "admin post-leaderboard", week=week)
+    assert "Posted week" in (await posted.original(timeout=15)).content
+    weekly = await world.fake.wait_for_message(
+        world.quests,
+        lambda m: bool(m.embeds) and m.embeds[0]["title"].startswith("🏆 Week"),
+        timeout=10,
+    )
+    assert (
+        f"⚡ Fastest of the week: **{task_label(task.title, BUILD_TASK)}** — <@{ada.id}>, "
+        f"3.1× the reference on {GPU}" in weekly.embeds[0]["description"]
+    )
+
+
+async def test_a_huge_board_still_fits_discord() -> None:
+    """40 device classes with long, hostile names, 10 members each: whole lines, at most 25
+    fields, 6000 characters, the rest counted in the footer; nothing pings."""
+    entries = tuple(
+        SpeedEntry(rank, rank, 10**18 + rank, "x", 12345.678, 1e-6, 1.0, START)
+        for rank in range(1, 11)
+    )
+    devices = tuple(
+        DeviceBoard(f"@everyone GPU {n} " + "X" * 120, 1000, entries) for n in range(40)
+    )
+    embed = speed_board_embed(SpeedBoard(1, BUILD_TASK, devices), title="@here " + "t" * 300)
+    assert_sendable(embeds=[embed])
+    fields = embed.to_dict()["fields"]
+    assert 1 <= len(fields) <= 25
+    assert all(f["value"].count("\n") == 9 for f in fields)  # every line whole
+    assert embed.footer.text == f"40 device classes · {40 - len(fields)} more not shown"
+    text = text_of([embed])
+    assert "@everyone" not in text and "@here" not in text
+    assert "**12346×**" in text  # two significant figures, never an exponent
+
+
+async def test_messages_without_a_board() -> None:
+    assert no_speed_results("Fast *softmax*", "q/softmax") == (
+        "Nobody has a speed result for **Fast \\*softmax\\*** yet: pass it with "
+        "`/submit task:q/softmax` to get one."
+    )
+    fastest = FastestOfWeek("2026-W48", "q/softmax", 3, 1, 42, "ada", 0.87, "AMD EPYC 7B13", START)
+    assert fastest_line(fastest, title=None) == (
+        "⚡ Fastest of the week: **q/softmax** — <@42>, 0.87× the reference on AMD EPYC 7B13"
+    )

@@ -1,0 +1,255 @@
+"""Speed boards: settling records a passing trial once (never XP), boards rank each member's best
+per device class without hidden members, the week's fastest, and privacy export and delete."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from datetime import datetime, time, timedelta
+from types import SimpleNamespace
+
+from sqlalchemy import delete, func, select, update
+
+from bot.db.models import SpeedRecord, Submission, XpEntry
+from bot.grading.outcomes import settle
+from bot.progress import privacy
+from bot.progress.highlights import weekly_highlights
+from bot.progress.periods import week_of
+from bot.progress.speed_board import (
+    fastest_of_week,
+    is_speed_ranked,
+    record_speed,
+    speed_board,
+    speed_task_refs,
+)
+from graders.base import Check, SpeedResult, Verdict
+from tests import timeline
+from tests.progress.world import BERLIN, GUILD_ID, World
+from tests.support import REPO
+
+#: a week after the real now, and noon on its Wednesday in Berlin
+MONDAY = timeline.monday_after(timeline.now(), days=7).date()
+WEEK = week_of(MONDAY, BERLIN)
+NOW = timeline.local(MONDAY + timedelta(days=2), time(12, 0), BERLIN)
+TASK = "go-brrrr/matmul-three-ways"
+GPU, CPU = "NVIDIA H200", "AMD EPYC 7B13"
+
+
+def trial(ratio: float, device: str = GPU) -> SpeedResult:
+    return SpeedResult(
+        ratio=ratio, learner_s=0.01 / ratio, reference_s=0.01, spread=0.04, pairs=15, device=device
+    )
+
+
+async def submission(
+    world: World, member_id: int, *, status: str = "passed", speed: SpeedResult | None = None
+) -> int:
+    """A finished, unsettled submission whose stored verdict carries ``speed``."""
+    code = f"def matmul(a, b): return a @ b  # {member_id} {speed}\n".encode()
+    checks = (Check("correct", status == "passed", "ok"),)
+    score = 1.0 if status == "passed" else 0.0
+    verdict = Verdict(TASK, status, score, checks, "", speed=speed)  # type: ignore[arg-type]
+    async with world.sessions() as session, session.begin():
+        row = Submission(
+            guild_id=GUILD_ID,
+            member_id=member_id,
+            task_ref=TASK,
+            filename="solution.py",
+            file_kind="py",
+            content=code,
+            size_bytes=len(code),
+            sha256=hashlib.sha256(code).hexdigest(),
+            status=status,
+            score=verdict.score,
+            verdict=verdict.to_json(),
+            finished_at=NOW,
+        )
+        session.add(row)
+    return row.id
+
+
+async def settled(world: World, submission_id: int, xp: int | None = 100) -> bool:
+    async with world.sessions() as session, session.begin():
+        return await settle(session, submission_id, xp, NOW)
+
+
+async def record(
+    world: World,
+    member_id: int,
+    ratio: float,
+    when: datetime,
+    *,
+    device: str = GPU,
+    task: str = TASK,
+) -> None:
+    """A speed result without going through settling (the board tests need many)."""
+    submission_id = await submission(world, member_id)
+    async with world.sessions() as session, session.begin():
+        await record_speed(
+            session,
+            guild_id=GUILD_ID,
+            member_id=member_id,
+            submission_id=submission_id,
+            task_ref=task,
+            speed=trial(ratio, device),
+            now=when,
+        )
+
+
+async def speed_rows(world: World) -> list[tuple[int, float, str]]:
+    async with world.sessions() as session:
+        query = select(SpeedRecord.submission_id, SpeedRecord.ratio, SpeedRecord.device).order_by(
+            SpeedRecord.id
+        )
+        return [tuple(row) for row in await session.execute(query)]
+
+
+async def hide(world: World, user_id: int) -> None:
+    async with world.sessions() as session, session.begin():
+        await privacy.hide(session, guild_id=GUILD_ID, user_id=user_id, display_name="x")
+
+
+async def test_settling_records_a_passing_trial_once_and_pays_the_same_xp(world: World) -> None:
+    ada, bob = await world.member(1), await world.member(2)
+    fast = await submission(world, ada, speed=trial(1.8))
+    plain = await submission(world, bob)  # the same task, no trial: the XP to compare with
+    failed = await submission(world, ada, status="failed", speed=trial(9.0))
+    gone = await submission(world, bob, speed=trial(0.5, CPU))  # task no longer paid: XP None
+    assert await settled(world, fast) and await settled(world, plain)
+    assert await settled(world, failed) and await settled(world, gone, xp=None)
+    assert not await settled(world, fast)  # a second settling finds it settled
+    async with world.sessions() as session, session.begin():  # as a racing second process would
+        await record_speed(
+            session,
+            guild_id=GUILD_ID,
+            member_id=ada,
+            submission_id=fast,
+            task_ref=TASK,
+            speed=trial(1.8),
+            now=NOW,
+        )
+    assert await speed_rows(world) == [(fast, 1.8, GPU), (gone, 0.5, CPU)]
+    totals = select(XpEntry.member_id, func.sum(XpEntry.amount)).group_by(XpEntry.member_id)
+    async with world.sessions() as session:
+        paid = dict((await session.execute(totals)).all())
+    assert paid == {ada: 100, bob: 100}  # a trial is worth nothing on top
+
+    # a regrade settles the same submission again: the new trial replaces the old one, no XP
+    regraded = Verdict(TASK, "passed", 1.0, (), "", speed=trial(2.4, CPU)).to_json()
+    async with world.sessions() as session, session.begin():
+        await session.execute(
+            update(Submission)
+            .where(Submission.id == fast)
+            .values(verdict=regraded, settled_at=None)
+        )
+    assert await settled(world, fast)
+    assert await speed_rows(world) == [(fast, 2.4, CPU), (gone, 0.5, CPU)]
+    assert len(await world.ledger(ada)) == 1
+
+
+async def test_the_board_ranks_each_members_best_per_device(world: World) -> None:
+    ada, bob, cyd, dan = [await world.member(n, f"user{n}") for n in (1, 2, 3, 4)]
+    start = NOW - timedelta(days=3)
+    await record(world, ada, 1.5, start)
+    await record(world, ada, 3.0, start + timedelta(hours=1))  # ada's best on the GPU
+    await record(world, ada, 3.0, start + timedelta(hours=5))  # equal: the earlier run counts
+    await record(world, bob, 3.0, start + timedelta(hours=2))  # ties ada, got there later
+    await record(world, cyd, 0.8, start)
+    await record(world, dan, 9.9, start)  # hidden below: never on the board
+    await record(world, bob, 1.2, start, device=CPU)
+    await record(world, cyd, 2.0, start, device=CPU)
+    await record(world, cyd, 50.0, start, task="other/task")
+    await hide(world, 4)
+    async with world.sessions() as session:
+        board = await speed_board(session, guild_id=GUILD_ID, task_ref=TASK)
+        top_two = await speed_board(session, guild_id=GUILD_ID, task_ref=TASK, per_device=2)
+        nothing = await speed_board(session, guild_id=GUILD_ID, task_ref="nobody/yet")
+        refs = await speed_task_refs(session, GUILD_ID)
+    assert [(d.device, d.ranked) for d in board.devices] == [(GPU, 3), (CPU, 2)]
+    gpu, cpu = board.devices
+    assert [(e.rank, e.member_id, e.ratio) for e in gpu.entries] == [
+        (1, ada, 3.0),
+        (2, bob, 3.0),
+        (3, cyd, 0.8),
+    ]
+    assert gpu.entries[0].achieved_at == start + timedelta(hours=1)
+    assert gpu.entries[0].display_name == "user1" and gpu.entries[0].user_id == 1
+    assert [(e.rank, e.member_id, e.ratio) for e in cpu.entries] == [(1, cyd, 2.0), (2, bob, 1.2)]
+    assert [len(d.entries) for d in top_two.devices] == [2, 2] and top_two.devices[0].ranked == 3
+    assert nothing.empty and nothing.task_ref == "nobody/yet"
+    assert refs == ("go-brrrr/matmul-three-ways", "other/task")
+
+
+async def test_fastest_of_the_week(world: World) -> None:
+    ada, bob, cyd = [await world.member(n) for n in (1, 2, 3)]
+    async with world.sessions() as session:
+        assert await fastest_of_week(session, guild_id=GUILD_ID, week=WEEK) is None
+    inside = WEEK.start + timedelta(hours=30)
+    await record(world, ada, 2.0, inside, device=CPU)
+    await record(world, bob, 3.1, inside + timedelta(hours=1))
+    await record(world, cyd, 8.0, inside)  # the fastest, but hidden below
+    await record(world, ada, 99.0, WEEK.start - timedelta(seconds=1))  # the week before
+    await record(world, bob, 99.0, WEEK.end)  # the week after
+    for n in range(2):  # a task tried less often that week, with a higher ratio
+        await record(world, ada, 20.0 + n, inside, task="other/task")
+    await hide(world, 3)
+    async with world.sessions() as session:
+        best = await fastest_of_week(session, guild_id=GUILD_ID, week=WEEK)
+        later = await fastest_of_week(
+            session, guild_id=GUILD_ID, week=week_of(MONDAY + timedelta(days=14), BERLIN)
+        )
+        highlights = await weekly_highlights(
+            session, guild_id=GUILD_ID, week=WEEK, tz=BERLIN, now=WEEK.end
+        )
+    assert best is not None
+    assert (best.task_ref, best.results, best.member_id, best.ratio, best.device) == (
+        TASK,
+        2,
+        bob,
+        3.1,
+        GPU,
+    )
+    assert best.user_id == 2 and best.week_key == WEEK.key
+    assert later is None
+    assert highlights.fastest == best
+
+
+async def test_export_lists_the_trials_and_delete_removes_them(world: World) -> None:
+    ada, bob = await world.member(1), await world.member(2)
+    mine = await submission(world, ada, speed=trial(1.8))
+    theirs = await submission(world, bob, speed=trial(2.5))
+    kept = await submission(world, bob, speed=trial(3.5))
+    for submission_id in (mine, theirs, kept):
+        await settled(world, submission_id)
+    async with world.sessions() as session:
+        data = await privacy.export(session, guild_id=GUILD_ID, user_id=1, now=NOW)
+    assert data is not None
+    assert [
+        (s.submission_id, s.task_ref, s.device, s.ratio, s.pairs) for s in data.speed_results
+    ] == [(mine, TASK, GPU, 1.8, 15)]
+    assert '"speed_results"' in privacy.export_json(data).decode()
+
+    async with world.sessions() as session, session.begin():
+        await privacy.delete_member_data(session, guild_id=GUILD_ID, user_id=1, now=NOW)
+    assert [row[0] for row in await speed_rows(world)] == [theirs, kept]
+    # and a submission deleted on its own takes its trial with it (the foreign key cascades,
+    # on SQLite too: the engine turns foreign keys on)
+    async with world.sessions() as session, session.begin():
+        await session.execute(delete(Submission).where(Submission.id == theirs))
+    assert [row[0] for row in await speed_rows(world)] == [kept]
+
+
+def test_speed_ranked_is_a_task_with_speed() -> None:
+    assert is_speed_ranked(SimpleNamespace(speed=SimpleNamespace(function="f", reference="g")))
+    assert not is_speed_ranked(SimpleNamespace(speed=None))
+    assert not is_speed_ranked(SimpleNamespace())
+
+
+def test_the_speed_board_imports_neither_torch_nor_discord() -> None:
+    code = (
+        "import bot.progress.speed_board, sys; "
+        "assert 'torch' not in sys.modules and 'discord' not in sys.modules"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
