@@ -6,6 +6,7 @@ from a server's map, and is graded by the worker's own ``grade_prepared``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from contextlib import closing
@@ -107,9 +108,21 @@ def _watch(
                 except UserError as exc:
                     print(rejected(str(exc)) if as_json else f"{_clock()} {exc}", flush=True)
                 else:
-                    verdict = grade_prepared(spec, zygote, seed=seed)
+                    verdict = grade_prepared(without_trial(spec), zygote, seed=seed)
                     print(render(verdict, as_json=as_json, compact=True), flush=True)
             saves.wait()
+
+
+def without_trial(spec: JobSpec) -> JobSpec:
+    """A watch answers each save in a fraction of a second: the speed trial (seconds, and the
+    roofline check with it) is left to a plain ``brrrbot grade``, and the verdict says so."""
+    if spec.speed is None:
+        return spec
+    note = (
+        f"speed trial skipped while watching: run `brrrbot grade {spec.filename} --task "
+        f"{spec.task_ref}` to time {spec.speed.function} against the reference"
+    )
+    return dataclasses.replace(spec, speed=None, notes=(*spec.notes, note))
 
 
 def rejected(message: str) -> str:

@@ -33,11 +33,14 @@ from bot.grading.job_spec import SpeedSpec
 from bot.sandbox.api import Limits, RawTensor
 from bot.sandbox.cores import cpu_model
 from bot.sandbox.turn_client import Turn
-from bot.sandbox.turns import TurnSpec
+from bot.sandbox.turns import TurnOutput, TurnSpec
 from graders.base import SpeedResult
 
 #: pairs of turns; the issue's floor is 15
 PAIRS = 15
+#: timed calls per turn, each on fresh inputs and each checked; the turn counts its fastest,
+#: since noise from the rest of the host only ever adds time
+TIMED_CALLS = 3
 ECHO_SOURCE = "def echo(*args):\n    return args[0]\n"
 
 
@@ -173,16 +176,27 @@ class _Sides:
     def time(
         self, sandbox: TurnRunner, spec: TurnSpec, generator: torch.Generator, *, check: bool
     ) -> float:
-        """One turn: a warm-up call, then the timed call; the seconds of the timed one."""
+        """One turn: a warm-up call, then TIMED_CALLS timed ones; the fastest's seconds."""
         warm_up = tuple(raw(t) for t in self.module.inputs(generator))
-        timed = self.module.inputs(generator)
-        self.timed_inputs = timed
+        draws = [self.module.inputs(generator) for _ in range(TIMED_CALLS)]
+        self.timed_inputs = draws[0]
+        answers: list[tuple[float, TurnOutput | None]] = []
         with sandbox.turn(spec) as turn:
             turn.call(warm_up)
-            seconds, output = turn.call(tuple(raw(t) for t in timed))
+            for timed in draws:
+                answers.append(turn.call(tuple(raw(t) for t in timed)))
+                if answers[-1][1] is None:
+                    break
         learner = spec is self.learner
         if learner and turn.over is not None:
             self.printed.append(turn.over.stdout + turn.over.stderr)
+        for (_, output), timed in zip(answers, draws, strict=False):
+            self._accept(output, turn, learner)
+            if check and output is not None and output.tensor is not None:
+                self._check(output.tensor, timed)
+        return min(seconds for seconds, _ in answers)
+
+    def _accept(self, output: TurnOutput | None, turn: Turn, learner: bool) -> None:
         if output is None:
             over = turn.over
             message = over.message if over is not None else "the turn ended early"
@@ -192,9 +206,6 @@ class _Sides:
             )
         if output.status != "ok" or output.tensor is None:
             raise _Failed(f"a timed call raised: {_first_line(output.error)}", not learner)
-        if check:
-            self._check(output.tensor, timed)
-        return seconds
 
     def _check(self, got: RawTensor, timed: tuple[torch.Tensor, ...]) -> None:
         expected = self.module.reference(*timed)

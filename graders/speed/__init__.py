@@ -18,9 +18,9 @@ from types import ModuleType
 
 #: reference name -> what it is, for ``brrrbot quests check`` and the boards
 REFERENCES: dict[str, str] = {
-    "softmax_rows": "torch.softmax over the last dim of a 512x1024 float32 matrix",
+    "softmax_rows": "torch.softmax over the last dim of a 256x1024 float32 matrix",
     "attention_naive": "softmax(q k^T / sqrt(d)) v on 2x4x256x64 float32, eager ops",
-    "gelu_bias_eager": "the tanh GELU of x + bias as eager ops on 1024x1024 float32",
+    "gelu_bias_eager": "the tanh GELU of x + bias as eager ops on 512x1024 float32",
     "cumsum_mask": "the broadcasting cumsum (a masked n x n sum) of 2048 float32",
 }
 

@@ -18,7 +18,7 @@ def reference(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
 
 
 def inputs(generator: torch.Generator) -> tuple[torch.Tensor, ...]:
-    return torch.randn(1024, 1024, generator=generator), torch.randn(1024, generator=generator)
+    return torch.randn(512, 1024, generator=generator), torch.randn(1024, generator=generator)
 
 
 def moved_bytes(x: torch.Tensor, bias: torch.Tensor) -> int:

@@ -10,4 +10,4 @@ def reference(x: torch.Tensor) -> torch.Tensor:
 
 
 def inputs(generator: torch.Generator) -> tuple[torch.Tensor, ...]:
-    return (torch.randn(512, 1024, generator=generator) * 4,)
+    return (torch.randn(256, 1024, generator=generator) * 4,)

@@ -156,3 +156,20 @@ def test_grade_json_answers_every_input_error_in_json(
     answer = json.loads(result.stdout)  # exactly one JSON object
     assert answer["status"] == "rejected" and words in answer["message"], answer
     assert "Traceback" not in result.stderr
+
+
+def test_a_speed_ranked_task_reports_its_trial_in_json_and_in_words(tmp_path: Path) -> None:
+    """A pass on a speed-ranked task runs the trial: the JSON carries the figures the boards
+    rank by, and the text says how fast against the reference and on what."""
+    solution = SOLUTIONS / "transformer-internals" / "softmax_correct.py"
+    task = "transformer-internals/stable-softmax"
+    result = run_cli("grade", str(solution), "--task", task, "--json", cwd=tmp_path, env=ENV)
+    assert result.returncode == 0, result.stderr
+    verdict = json.loads(result.stdout)
+    assert verdict["status"] == "passed"
+    speed = verdict["speed"]
+    assert {"ratio", "learner_s", "reference_s", "spread", "pairs", "device"} <= set(speed)
+    assert speed["pairs"] >= 15 and speed["ratio"] > 0 and speed["learner_s"] > 0
+    assert speed["device"] and speed["device"] != "cpu"
+    (note,) = [n for n in verdict["notes"] if n.startswith("Speed: ")]
+    assert f"× the reference on {speed['device']}" in note

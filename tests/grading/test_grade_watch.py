@@ -11,6 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+from bot.grading.capabilities import Requirements
+from bot.grading.job_spec import JobSpec, SpeedSpec
+from bot.grading.local import without_trial
+from bot.sandbox.api import Limits
 from tests.support import REPO, SEED_QUESTS
 
 SOLUTIONS = REPO / "tests" / "graders" / "solutions"
@@ -103,3 +107,25 @@ def test_watch_regrades_every_save_and_ctrl_c_leaves_no_process(tmp_path: Path) 
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_watch_leaves_the_speed_trial_to_a_plain_grade() -> None:
+    """Each save answers in a fraction of a second: the seconds-long trial is skipped, with a
+    note naming the command that runs it."""
+    spec = JobSpec(
+        "transformer-internals/stable-softmax",
+        "stable_softmax",
+        ("softmax",),
+        Requirements(),
+        Limits(),
+        False,
+        "mine.py",
+        "def softmax(x): ...",
+        speed=SpeedSpec("softmax", "softmax_rows"),
+    )
+    watched = without_trial(spec)
+    assert watched.speed is None and watched.source == spec.source
+    (note,) = watched.notes
+    assert "speed trial skipped while watching" in note
+    assert "brrrbot grade mine.py --task transformer-internals/stable-softmax" in note
+    assert without_trial(watched) == watched

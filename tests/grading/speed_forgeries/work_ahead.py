@@ -11,7 +11,7 @@ _WARM = {}
 
 def _spin():
     while True:  # "warms" the allocator and burns whatever core it is given
-        _WARM["buffer"] = torch.empty(512, 1024).fill_(1.0)
+        _WARM["buffer"] = torch.empty(256, 1024).fill_(1.0)
 
 
 for _ in range(2):
