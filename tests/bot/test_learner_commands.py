@@ -262,3 +262,17 @@ async def test_a_long_quiz_is_asked_in_pages(world: World) -> None:
     assert verdict.content.startswith("Passed"), verdict.content
     assert _text(verdict).count("✓") == 6 and _text(verdict).count("✗") == 1
     assert _ledger(world, learner) == [("quiz", 34)]
+
+
+async def test_a_speed_ranked_pass_says_how_fast_and_joins_the_speed_board(world: World) -> None:
+    """The real worker runs the trial after the pass: the verdict says how fast against the
+    reference and on what, and the member appears on that task's speed board."""
+    learner = world.learner()
+    task = "transformer-internals/stable-softmax"
+    source = (SOLUTIONS / "transformer-internals" / "softmax_correct.py").read_bytes()
+    handle = await world.submit(learner, source, task=task)
+    verdict = await handle.wait_for(lambda m: m.content.startswith("Passed"), timeout=90)
+    assert "× the reference on " in _text(verdict), _text(verdict)
+    assert _statuses(world, learner) == ["passed"]
+    board = await (await world.slash(learner, "leaderboard", board="speed", task=task)).original()
+    assert f"<@{learner.id}>" in _text(board) and "×" in _text(board)
