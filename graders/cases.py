@@ -80,7 +80,6 @@ class CaseGrader:
                 tuple(to_raw(a) for a in c.args),
                 c.label,
                 trace=c.trace,
-                timed_runs=c.timed_runs,
             )
             for c in ordered
         )

@@ -41,7 +41,6 @@ class Case:
     rtol: float = 1e-5
     atol: float = 1e-6
     check_dtype: bool = True
-    timed_runs: int = 0  # timing samples to take after the call (see bot.sandbox.timing)
     trace: bool = True  # record the torch ops it calls (about 1 ms per call)
     mistakes: tuple[Mistake, ...] = ()
     scale: torch.Tensor | None = None  # what rtol is relative to; |expected| when None

@@ -25,8 +25,6 @@ DTYPE_SIZES: dict[str, int] = {
     "bool": 1,
 }
 
-MAX_TIMED_RUNS = 100
-
 GiB = 1 << 30
 MiB = 1 << 20
 KiB = 1 << 10
@@ -79,9 +77,6 @@ class Call:
     args: tuple[RawTensor, ...]
     label: str = ""  # e.g. "square 5x5 float32", shown in feedback
     trace: bool = True  # record torch ops for this call (when the request traces at all)
-    #: after a successful call, time this many more runs (CUDA events with an L2 flush
-    #: on a GPU, perf_counter on a CPU); 0 for none.  At most MAX_TIMED_RUNS.
-    timed_runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -107,7 +102,6 @@ class CallResult:
     error: str = ""  # exception type and message, traceback trimmed to learner frames
     ops: tuple[str, ...] = ()  # torch functions seen during the call (untrusted, best effort)
     duration_s: float = 0.0
-    samples_s: tuple[float, ...] = ()  # one per timed run (untrusted: for feedback only)
 
 
 JobStatus = Literal[

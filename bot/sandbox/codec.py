@@ -14,7 +14,6 @@ from typing import Any, get_args
 
 from bot.sandbox.api import (
     DTYPE_SIZES,
-    MAX_TIMED_RUNS,
     Call,
     CallResult,
     CallStatus,
@@ -118,7 +117,6 @@ def encode_request(request: SandboxRequest) -> tuple[dict[str, Any], bytes]:
                 "function": call.function,
                 "label": call.label,
                 "trace": call.trace,
-                "timed_runs": call.timed_runs,
                 "args": [tensor_meta(arg) for arg in call.args],
             }
             for call in request.calls
@@ -138,13 +136,6 @@ def limits_of(obj: Any) -> Limits:
             raise ProtocolError(f"limit {spec.name} must be positive")
         values[spec.name] = float(value) if spec.type == "float" else value
     return Limits(**values)
-
-
-def _timed_runs(raw: dict[str, Any]) -> int:
-    runs = field_of(raw, "timed_runs", int)
-    if not 0 <= runs <= MAX_TIMED_RUNS:
-        raise ProtocolError(f"timed_runs must be between 0 and {MAX_TIMED_RUNS}")
-    return runs
 
 
 def decode_request(header: dict[str, Any], payload: bytes) -> SandboxRequest:
@@ -167,7 +158,6 @@ def decode_request(header: dict[str, Any], payload: bytes) -> SandboxRequest:
                 args=tuple(args),
                 label=text_of(raw, "label", MAX_NAME_CHARS),
                 trace=field_of(raw, "trace", bool),
-                timed_runs=_timed_runs(raw),
             )
         )
     if offset != len(payload):
@@ -199,7 +189,6 @@ def call_to_json(result: CallResult) -> dict[str, Any]:
         "error": result.error,
         "ops": list(result.ops),
         "duration_s": result.duration_s,
-        "samples_s": list(result.samples_s),
     }
 
 
@@ -231,16 +220,8 @@ def call_from_json(
         error=text_of(obj, "error", MAX_ERROR_CHARS),
         ops=tuple(ops),
         duration_s=seconds_of(obj, "duration_s"),
-        samples_s=_samples(obj, expected.timed_runs),
     )
     return result, offset
-
-
-def _samples(obj: dict[str, Any], runs: int) -> tuple[float, ...]:
-    samples = field_of(obj, "samples_s", list)
-    if len(samples) > runs:
-        raise ProtocolError("more timing samples than timed runs")
-    return tuple(seconds_of({"sample": s}, "sample") for s in samples)
 
 
 # -- job results ------------------------------------------------------------------------------

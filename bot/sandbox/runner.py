@@ -22,7 +22,6 @@ import torch
 from bot.sandbox import framing
 from bot.sandbox.api import DTYPE_SIZES, Call, CallResult, RawTensor, SandboxRequest
 from bot.sandbox.codec import MAX_ERROR_CHARS, MAX_NAME_CHARS, call_to_json, clip
-from bot.sandbox.timing import time_runs
 from bot.sandbox.tracer import OpRecorder
 from bot.sandbox.turns import TurnOutput, encode_output, feed_frames
 
@@ -152,7 +151,6 @@ class Runner:
             return result, is_memory_error(exc)
         duration = max(perf_counter() - started, 0.0)
         ops = recorder.ops if recorder else ()
-        samples = self._time(function, args, call.timed_runs)
         tensor, error = from_torch(value) if issubclass(type(value), torch.Tensor) else (None, "")
         result = CallResult(
             **base,
@@ -162,18 +160,8 @@ class Runner:
             error=error,
             ops=ops,
             duration_s=duration,
-            samples_s=samples,
         )
         return result, False
-
-    def _time(self, function: Any, args: list[torch.Tensor], runs: int) -> tuple[float, ...]:
-        """Timing samples after a successful call; none when a timed run fails."""
-        try:
-            return time_runs(function, args, runs, self.device)
-        except SystemExit as exc:
-            self._exit_like(exc)
-        except Exception:
-            return ()
 
     def _invoke(self, function: Any, args: list[torch.Tensor], recorder: OpRecorder | None) -> Any:
         if recorder is None:

@@ -159,8 +159,6 @@ MUTATIONS = {
     "cpu-type": _set(("cpu_s",), "1.5"),
     "cpu-bool": _set(("cpu_s",), True),
     "cpu-missing": lambda h: h.pop("cpu_s"),
-    "samples-without-timed-runs": _set(("calls", 0, "samples_s"), [0.1]),
-    "samples-type": _set(("calls", 0, "samples_s"), "fast"),
     "ops": _set(("calls", 0, "ops"), [1, 2]),
     "stdout-type": _set(("stdout",), ["a"]),
     "stdout-size": _set(("stdout",), "x" * 20_000),
