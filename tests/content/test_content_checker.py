@@ -499,3 +499,29 @@ def test_loaded_content_is_read_only(content_dir: ContentDir) -> None:
         content.library["x"] = content.library["intro"]  # type: ignore[index]
     with pytest.raises(ValueError, match="frozen"):
         content.quests[0].title = "Changed"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("speed", "expected"),
+    [
+        ("{function: softmax, reference: softmax_rows}", None),
+        (
+            "{function: softmax, reference: torch_softmax}",
+            "quests/first.yaml:17: `tasks[0].speed.reference`: `torch_softmax` is not a speed "
+            "reference (fix: speed references are: attention_naive, cumsum_mask, "
+            "gelu_bias_eager, softmax_rows)",
+        ),
+        (
+            "{function: soft_max, reference: softmax_rows}",
+            "quests/first.yaml:9: `tasks[0]`: speed.function `soft_max` is not in the interface "
+            "(fix: race one of: softmax)",
+        ),
+    ],
+)
+def test_a_speed_ranked_task_names_a_known_reference_and_one_of_its_functions(
+    content_dir: ContentDir, speed: str, expected: str | None
+) -> None:
+    content_dir.edit(
+        "first.yaml", "      - softmax(x)\n", f"      - softmax(x)\n    speed: {speed}\n"
+    )
+    assert content_dir.report() == ([expected] if expected else [])
