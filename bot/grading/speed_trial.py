@@ -11,8 +11,8 @@ moment, so a busy host slows both and the ratio stays put.
 
 For a task whose reference declares ``moved_bytes`` the trial also times an "echo" turn per
 pair (a trusted function returning its input: the transfers and nothing else), so the
-learner's compute time is its time minus the echo's, and achieved GB/s can be set against the
-host's peak.  Runs in the worker (imports torch); nothing here trusts the job's answers.
+learner's compute time is its fastest time minus the echo's fastest, and achieved GB/s can be
+set against the host's peak.  Runs in the worker (imports torch); nothing here trusts the job's answers.
 """
 
 from __future__ import annotations
@@ -132,13 +132,15 @@ def _achieved_gbs(
     learner_s: list[float],
     echo_s: list[float],
 ) -> float | None:
-    """GB/s the learner's compute achieved: the bytes the op must move over the median of
-    (learner - echo) per pair; None when the task has no roofline or the compute time is
-    lost in the noise of the transfers."""
+    """GB/s the learner's compute achieved: the bytes the op must move over (fastest learner
+    turn - fastest echo turn); None when the task has no roofline or the compute time is lost
+    in the transfers.  Fastest, not median: the rest of the host only ever adds time, so the
+    two minima each approach their undisturbed values, while a difference of two medians
+    carries the noise of both."""
     moved: Callable[..., int] | None = getattr(module, "moved_bytes", None)
     if moved is None or inputs is None or not echo_s:
         return None
-    compute = statistics.median(le - e for le, e in zip(learner_s, echo_s, strict=True))
+    compute = min(learner_s) - min(echo_s)
     if compute <= 0:
         return None
     return moved(*inputs) / compute / 1e9
