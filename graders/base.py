@@ -55,6 +55,7 @@ class SpeedResult:
     #: compared with (measured on a CPU host, the datasheet's on a GPU)
     achieved_gbs: float | None = None
     peak_gbs: float | None = None
+    reference_gbs: float | None = None  # what the reference reached in the same trial
 
     def describe(self) -> str:
         """One line for the verdict: "1.8× the reference on <device>"."""

@@ -12,7 +12,8 @@ moment, so a busy host slows both and the ratio stays put.
 For a task whose reference declares ``moved_bytes`` the trial also times an "echo" turn per
 pair (a trusted function returning its input: the transfers and nothing else), so the
 learner's compute time is its fastest time minus the echo's fastest, and achieved GB/s can be
-set against the host's peak.  Runs in the worker (imports torch); nothing here trusts the job's answers.
+set against the host's peak (and the reference's, the same way).  Runs in the worker (imports
+torch); nothing here trusts the job's answers.
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ def run_trial(
         pairs=pairs,
         device=device_name(device),
         achieved_gbs=_achieved_gbs(module, sides.timed_inputs, learner_s, echo_s),
+        reference_gbs=_achieved_gbs(module, sides.timed_inputs, reference_s, echo_s),
     )
     samples = tuple(zip(reference_s, learner_s, strict=True))
     return TrialOutcome(result, samples=samples, learner_output=sides.printed_text())
@@ -129,18 +131,18 @@ def run_trial(
 def _achieved_gbs(
     module: ModuleType,
     inputs: tuple[torch.Tensor, ...] | None,
-    learner_s: list[float],
+    side_s: list[float],
     echo_s: list[float],
 ) -> float | None:
-    """GB/s the learner's compute achieved: the bytes the op must move over (fastest learner
-    turn - fastest echo turn); None when the task has no roofline or the compute time is lost
+    """GB/s one side's compute achieved: the bytes the op must move over (its fastest turn -
+    the fastest echo turn); None when the task has no roofline or the compute time is lost
     in the transfers.  Fastest, not median: the rest of the host only ever adds time, so the
     two minima each approach their undisturbed values, while a difference of two medians
     carries the noise of both."""
     moved: Callable[..., int] | None = getattr(module, "moved_bytes", None)
     if moved is None or inputs is None or not echo_s:
         return None
-    compute = min(learner_s) - min(echo_s)
+    compute = min(side_s) - min(echo_s)
     if compute <= 0:
         return None
     return moved(*inputs) / compute / 1e9

@@ -65,7 +65,10 @@ def _bandwidth(
             f"not judged: no datasheet peak is on file for {gpu_name()}; achieved {measured}",
             checked=False,
         )
-    return bandwidth_check(function, outcome.result.achieved_gbs, peak[0], peak[1], device)
+    result = outcome.result
+    return bandwidth_check(
+        function, result.achieved_gbs, peak[0], peak[1], device, result.reference_gbs
+    )
 
 
 def _rescored(verdict: Verdict, note: str) -> Verdict:
