@@ -118,13 +118,11 @@ def seed_spec(task_ref: str, filename: str, data: bytes) -> JobSpec:
     return JobSpec.build(task_ref, task, validate_submission(filename, data), filename)
 
 
-def database_problems(cwd: Path, env: dict[str, str] | None = None) -> list[str]:
-    """What ``brrrbot db verify`` finds wrong in the database ``env`` (or ``cwd``'s default)
-    names, run as an operator runs it; empty when it is consistent."""
-    done = run_cli("db", "verify", cwd=cwd, env=env, timeout=120)
-    if done.returncode == 0:
-        return []
-    if done.returncode == 1:
-        return [line for line in done.stdout.splitlines() if line.strip()]
-    output = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-    return [f"brrrbot db verify failed (exit {done.returncode}):", *output[-20:]]
+async def verify_problems(url: str, lease_s: float) -> list[str]:
+    """What ``brrrbot db verify`` prints as problems for the database at ``url`` (empty when
+    it is consistent): the command's own check, ``verify_database``, run in this process,
+    which spares the teardown that calls it a process start.  tests/test_cli.py runs the
+    command itself."""
+    from bot.db.verify import verify_database
+
+    return [str(problem) for problem in await verify_database(url, lease_s)]

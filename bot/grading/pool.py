@@ -17,15 +17,15 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import closing
 
-from bot.config import Settings
+from bot.config import DeviceChoice, Settings
 from bot.db.engine import make_engine
 from bot.db.migrate import require_current
 from bot.errors import UserError
 from bot.grading import PARENT_PID_ENV
-from bot.grading.capabilities import detect
+from bot.grading.capabilities import Capabilities, detect
 from bot.grading.peaks import measure_peaks
-from bot.grading.worker import Worker
 from bot.sandbox import Zygote, format_report, linux, minimum_ok
 from bot.supervision import Backoff
 from graders import REGISTRY, load_grader
@@ -89,14 +89,22 @@ def worker_command(count: int, *, insecure: bool) -> list[str]:
 
 async def _run_one(settings: Settings, *, insecure: bool) -> int:
     linux.make_undumpable()
-    try:
-        capabilities = detect(settings.worker_device)
-    except RuntimeError as exc:
-        raise UserError(str(exc)) from None
-    for name in REGISTRY:
-        load_grader(name)  # import every grader (and torch) now, not during the first job
-    with Zygote() as zygote:
-        layers = zygote.isolation_report()
+    device = settings.worker_device
+    # only WORKER_DEVICE=cuda can be refused here: then before anything is started
+    capabilities = _capabilities(device) if device == "cuda" else None
+    # The zygote (exec-started: it inherits nothing of this process) imports torch and probes
+    # its sandbox on another core while this process imports torch and the graders, so a
+    # worker is ready sooner; this process imports torch only after the launch.
+    zygote = Zygote()
+    zygote.launch()
+    with closing(zygote):  # stopped however the start fails
+        if capabilities is None:
+            capabilities = _capabilities(device)
+        from bot.grading.worker import Worker  # imports torch
+
+        for name in REGISTRY:
+            load_grader(name)  # import every grader now, not during the first job
+        layers = zygote.isolation_report()  # waits until the zygote is ready
         for line in format_report(layers).splitlines():
             log.info("%s", line)
         if not minimum_ok(layers):
@@ -121,6 +129,13 @@ async def _run_one(settings: Settings, *, insecure: bool) -> int:
         finally:
             await engine.dispose()
     return 0
+
+
+def _capabilities(device: DeviceChoice) -> Capabilities:
+    try:
+        return detect(device)
+    except RuntimeError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _supervise(count: int, *, insecure: bool) -> int:

@@ -6,7 +6,6 @@ scene gives each test fresh members so tests do not depend on each other.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -16,18 +15,21 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from bot.config import Settings
 from tests import timeline
 from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, Role, User
 from tests.fakediscord.bot_events import BotEvents
 from tests.fakediscord.handle import InteractionHandle
 from tests.fakediscord.process import BotProcess
-from tests.support import BUILD_TASK, SEED_QUESTS, SOLUTIONS, database_problems
+from tests.support import BUILD_TASK, SEED_QUESTS, SOLUTIONS, verify_problems
 
 #: 00:00 UTC of the Monday at least two days after the real now: a bot whose clock starts in
 #: that week is far ahead of every interaction the fake issues (their tokens look expired)
 MONDAY = timeline.monday_after(timeline.now(), days=2)
 START = MONDAY + timedelta(hours=8)  # the bot's clock when a clock-controlled world starts
 CORRECT = (SOLUTIONS / "correct.py").read_bytes()  # passes BUILD_TASK
+#: the lease ``brrrbot db verify`` checks running jobs against when its environment sets none
+VERIFY_LEASE_S = float(Settings.model_fields["lease_seconds"].default)
 
 
 @dataclass
@@ -157,9 +159,11 @@ async def start_world(
                 )
             finally:
                 print("--- bot output (tail) ---\n" + bot.output[-8000:])  # shown on failure
-        # The bot is stopped: whatever the module did, the database must still be consistent.
-        verify_env = {k: v for k, v in env.items() if k == "DATABASE_URL"}
-        problems = await asyncio.to_thread(database_problems, tmp_path, verify_env)
+        # The bot is stopped: whatever the module did, the database must still be consistent
+        # (checked as `brrrbot db verify` in tmp_path checks it: its DATABASE_URL, else the
+        # default file there, and the default lease).
+        default = f"sqlite+aiosqlite:///{tmp_path / 'data' / 'brrrbot.sqlite3'}"
+        problems = await verify_problems(env.get("DATABASE_URL", default), VERIFY_LEASE_S)
         assert not problems, "brrrbot db verify after this module:\n" + "\n".join(problems)
 
 

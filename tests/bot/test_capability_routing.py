@@ -39,7 +39,8 @@ def _heartbeat(world: World, name: str, cuda: bool, memory_mib: int) -> None:
     now = datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ")
     with sqlite3.connect(world.workdir / "data" / "brrrbot.sqlite3") as db:
         db.execute(
-            "INSERT INTO worker_heartbeats VALUES (?, 'gpu-host', ?, ?, ?, ?, ?)",
+            "INSERT INTO worker_heartbeats (name, host, cuda, gpu_name, gpu_memory_mib, "
+            "started_at, last_seen_at) VALUES (?, 'gpu-host', ?, ?, ?, ?, ?)",
             (name, cuda, "Test GPU" if cuda else None, memory_mib, now, now),
         )
 

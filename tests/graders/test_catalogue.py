@@ -3,23 +3,24 @@ every seed, each common mistake fails on every seed naming its likely cause, and
 cases alone (no draw at all) already fail every mistake.
 
 Plan and judge run here as in a worker; the catalogue's functions run in this process
-instead of the sandbox (see ``in_process``), which makes 200 seeds take seconds.
+instead of the sandbox (see ``in_process``), which makes 200 seeds take seconds.  The seeds
+are swept side by side in processes of their own, one per core (``tests.graders.sweep``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
-from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
 import torch
 
 from graders import REGISTRY, load_grader
-from graders.base import Verdict
 from graders.cases import CaseGrader
-from tests.graders.catalogue import Catalogue, catalogue_for
-from tests.graders.in_process import load, run_plan, same_functions
+from tests.graders.catalogue import CorrectStyle, catalogue_for
+from tests.graders.in_process import load, run_plan
+from tests.graders.sweep import Sweeper, check_message, sweep
 
 _DRAW = random.Random(20261201)
 SEEDS = tuple(_DRAW.getrandbits(62) for _ in range(200))
@@ -32,51 +33,15 @@ def _one_thread(one_thread: None) -> Iterator[None]:
     yield
 
 
-def _check_message(verdict: Verdict, function: str) -> tuple[bool, str]:
-    (check,) = [c for c in verdict.checks if c.name == f"{function}: correct results"]
-    return check.passed, check.message
+@pytest.fixture(scope="module")
+def sweeper() -> Iterator[Sweeper]:
+    with Sweeper() as running:
+        yield running
 
 
-def _repeats(verdict: Verdict) -> bool:
-    """Whether a line of the summary is also in a check, or a check's text in the summary."""
-    lines = [line for line in verdict.feedback.splitlines() if line.strip()]
-    return any(
-        line in c.message or c.message in verdict.feedback for c in verdict.checks for line in lines
-    )
-
-
-def _problems(catalogue: Catalogue, seeds: tuple[int, ...]) -> list[str]:
-    """Every way the grader disagrees with the catalogue on these seeds, by entry."""
-    grader = load_grader(catalogue.grader)
-    correct = [("reference", catalogue.source())]
-    correct += [(s.name, catalogue.source(s.code)) for s in catalogue.styles]
-    styles = [(name, source, load(source)) for name, source in correct]
-    mistakes = [(m, catalogue.source(m.code)) for m in catalogue.mistakes]
-    mistakes_loaded = [(m, source, load(source)) for m, source in mistakes]
-    reference = styles[0][2]
-    variants = [module for *_, module in styles + mistakes_loaded]
-    same = {id(m): same_functions(reference, m, grader.interface) for m in variants}
-    found: dict[str, list[int]] = defaultdict(list)
-    for seed in seeds:
-        plan = grader.plan(seed, "cpu")
-        answers = run_plan(reference, plan)
-        results = {  # a variant runs only the functions it changed
-            id(m): run_plan(m, plan, reuse=answers, same=same[id(m)]) for m in variants
-        }
-        for name, source, module in styles:
-            verdict = grader.judge(catalogue.task, plan, results[id(module)], source)
-            if verdict.status != "passed":
-                failing = [c.message for c in verdict.checks if not c.passed]
-                found[f"correct style {name!r} failed: {failing[0][:300]}"].append(seed)
-        for mistake, source, module in mistakes_loaded:
-            verdict = grader.judge(catalogue.task, plan, results[id(module)], source)
-            passed, message = _check_message(verdict, mistake.function)
-            if _repeats(verdict):
-                found[f"mistake {mistake.name!r}: the summary repeats a check"].append(seed)
-            if passed:
-                found[f"mistake {mistake.name!r} passed"].append(seed)
-            elif "Likely cause: " not in message or mistake.cause not in message:
-                found[f"mistake {mistake.name!r} not named: {message[-300:]}"].append(seed)
+def _problems(sweeper: Sweeper, name: str, seeds: tuple[int, ...]) -> list[str]:
+    """Every way the grader disagrees with its catalogue on these seeds, by entry."""
+    found = sweeper.sweep(catalogue_for(name), seeds)
     return [f"{what} on {len(s)} of {len(seeds)} seeds, e.g. {s[:3]}" for what, s in found.items()]
 
 
@@ -91,8 +56,8 @@ def test_each_build_grader_lists_its_common_mistakes(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", BUILD_GRADERS)
-def test_mistakes_fail_and_styles_pass_on_every_seed(name: str) -> None:
-    assert _problems(catalogue_for(name), SEEDS) == []
+def test_mistakes_fail_and_styles_pass_on_every_seed(sweeper: Sweeper, name: str) -> None:
+    assert _problems(sweeper, name, SEEDS) == []
 
 
 @pytest.mark.parametrize("name", BUILD_GRADERS)
@@ -109,7 +74,7 @@ def test_fixed_cases_alone_fail_every_mistake(name: str) -> None:
     for mistake in catalogue.mistakes:
         source = catalogue.source(mistake.code)
         verdict = grader.judge(catalogue.task, plan, run_plan(load(source), plan), source)
-        passed, message = _check_message(verdict, mistake.function)
+        passed, message = check_message(verdict, mistake.function)
         assert not passed, f"the fixed cases miss {mistake.name!r}"
         assert mistake.cause in message, (mistake.name, message)
 
@@ -117,3 +82,22 @@ def test_fixed_cases_alone_fail_every_mistake(name: str) -> None:
 def test_the_sweep_is_deterministic_and_distinct() -> None:
     assert len(set(SEEDS)) == len(SEEDS) == 200
     assert torch.get_num_threads() == 1
+
+
+def test_the_processes_find_what_one_process_finds(sweeper: Sweeper) -> None:
+    """Split into runs and swept by the helper processes (where this run may use more than
+    one core), a sweep still reports every finding on every seed, in seed order: a catalogue
+    with a mistake that is no mistake and a style that is one."""
+    catalogue = catalogue_for("bpe_merge")
+    slip = catalogue.mistakes[0]
+    planted = dataclasses.replace(
+        catalogue,
+        styles=(CorrectStyle(f"planted: {slip.name}", slip.code),),
+        mistakes=(dataclasses.replace(slip, name="planted: no mistake", code=""),),
+    )
+    seeds = SEEDS[:10]
+    found = sweeper.sweep(planted, seeds, share=False)
+    assert found == sweep(planted, seeds)
+    assert found["mistake 'planted: no mistake' passed"] == list(seeds)
+    failed = [seen for what, seen in found.items() if what.startswith("correct style 'planted")]
+    assert sorted(seed for seen in failed for seed in seen) == sorted(seeds), found

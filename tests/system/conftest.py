@@ -20,8 +20,9 @@ placeholders, SQLite-shaped rows on both backends: see tests/system/database.py)
 Each backend run costs a whole system test: opt in where the backend matters (the queue's
 claims and leases, the ledger, delivery), not everywhere.
 
-After each test, every system whose bot was started has its database checked with
-``brrrbot db verify``, as an operator runs it (``invariant_problems``); a problem fails the test.
+After each test, every system whose bot was started has its database checked as
+``brrrbot db verify`` checks it, in this process (``invariant_problems``); a problem fails the
+test.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from tests.fakediscord.gateway import Session
 from tests.fakediscord.handle import InteractionHandle
 from tests.fakediscord.process import BotProcess
 from tests.postgres_server import BACKENDS, PostgresServer
-from tests.support import REPO, SEED_QUESTS, database_problems
+from tests.support import REPO, SEED_QUESTS, verify_problems
 from tests.system.database import SystemDatabase
 
 CORRECT = (REPO / "tests" / "graders" / "solutions" / "correct.py").read_bytes()
@@ -118,12 +119,19 @@ class WorkerProcess:
 
         await until(check, timeout, f"worker {self.pid} to be ready")
 
-    async def kill(self) -> None:
-        """SIGKILL, then wait until its zygote (and any job) has noticed and gone too."""
+    async def kill(self, *, wait: bool = True) -> set[int]:
+        """SIGKILL, then wait until its zygote (and any job) has noticed and gone too.
+
+        With ``wait=False`` it returns at once with those processes instead, for a test that
+        gets on meanwhile and waits for them later (``all_gone``): a zygote only notices once
+        its job ends, which for a job that hangs is the job's wall limit.
+        """
         below = descendants(self.pid)
         self.process.kill()
         self.process.wait(10)
-        await all_gone(below, 30, f"the zygote of killed worker {self.pid}")
+        if wait:
+            await all_gone(below, 30, f"the zygote of killed worker {self.pid}")
+        return below
 
     async def stop(self) -> None:
         below = descendants(self.pid)
@@ -339,9 +347,8 @@ async def _stop_everything(system: System) -> None:
 
 
 async def invariant_problems(system: System) -> list[str]:
-    """What ``brrrbot db verify`` finds wrong in the system's database (``database_problems``)."""
-    env = {"DATABASE_URL": system.database_url, "LEASE_SECONDS": system.env["LEASE_SECONDS"]}
-    return await asyncio.to_thread(database_problems, system.workdir, env)
+    """What ``brrrbot db verify`` finds wrong in the system's database (``verify_problems``)."""
+    return await verify_problems(system.database_url, float(system.env["LEASE_SECONDS"]))
 
 
 def ledger_mismatches(system: System) -> list[str]:

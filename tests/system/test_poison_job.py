@@ -13,6 +13,7 @@ from tests.system.conftest import (
     BUILD,
     LEASE_SECONDS,
     Backend,
+    all_gone,
     check_database,
     start_system,
     until,
@@ -70,6 +71,9 @@ async def test_a_poison_job_blocks_no_later_verdict(tmp_path: Path, backend: Bac
             "SELECT max_attempts FROM grading_jobs WHERE submission_id = ?", poison_id
         )
 
+        # A killed worker's zygote only notices once its job ends, here at the wall limit: the
+        # next worker starts meanwhile, as a pool's would, and they are checked gone at the end.
+        orphans: set[int] = set()
         for attempt in range(1, max_attempts + 1):  # kill the worker on every attempt
             await worker.ready()
             await until(
@@ -83,7 +87,10 @@ async def test_a_poison_job_blocks_no_later_verdict(tmp_path: Path, backend: Bac
                 60 + LEASE_SECONDS,
                 f"worker {worker.pid} to take the poison job (attempt {attempt})",
             )
-            await worker.kill()
+            below = await worker.kill(wait=False)
+            assert below, f"worker {worker.pid} held the poison job without a zygote"
+            orphans |= below
+            system.reap |= below
             worker = system.start_worker()
 
         await worker.ready()
@@ -99,6 +106,8 @@ async def test_a_poison_job_blocks_no_later_verdict(tmp_path: Path, backend: Bac
             f"all {total} verdicts to be delivered",
         )
         await worker.stop()
+        await all_gone(orphans, 30, "the zygotes and jobs of the killed workers")
+        system.reap -= orphans  # gone: their pids may be reused
 
         # The poison job: dead, one message that says it is not the member's fault, no XP.
         ((job_status,),) = system.query(
