@@ -48,6 +48,10 @@ class Lines:
         return line
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _descendants(pid: int) -> set[int]:
     found: set[int] = set()
     todo = [pid]
@@ -81,6 +85,9 @@ def test_watch_regrades_every_save_and_ctrl_c_leaves_no_process(tmp_path: Path) 
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # Ctrl-C as a terminal delivers it: a suite started in the background by a
+        # non-interactive shell runs with SIGINT ignored, and children inherit that
+        preexec_fn=_interruptible,
     )
     try:
         lines = Lines(process)
