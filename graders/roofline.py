@@ -5,13 +5,12 @@ compute time of the learner's function and of the eager reference by the worker'
 worker knows its peak (measured at start on a CPU host, the datasheet's on a GPU), and this
 turns them into one verdict check that names the bottleneck.
 
-The pass rule differs by host.  A GPU's fused pointwise kernel streams near its HBM peak, so
-there it passes at half the datasheet peak, which eager code does not reach.  One CPU core
-evaluating tanh runs out of arithmetic long before it saturates memory: here an eager chain
-reached about 8% of the measured peak and a chain fused in place about 13% (bench/speed_trials.py),
-too close for a fixed fraction to tell them apart through a busy host's noise.  So on a CPU it
-passes when the learner's compute moves the bytes at least ``CPU_SPEEDUP`` times as fast as the
-eager reference did in the same trial, on the same core, moments apart.
+A GPU's fused pointwise kernel streams near its HBM peak, so there the reading is a check that
+passes at half the datasheet peak, which eager code does not reach.  One CPU core evaluating
+tanh runs out of arithmetic long before it saturates memory: here a chain fused in place reached
+about 10% of the measured peak and the eager chain 9% (bench/speed_trials.py), closer than a
+busy host's noise.  A CPU check would pass or fail the same file by luck, so on a CPU the
+reading is reported in the verdict (``cpu_reading``) and not judged.
 """
 
 from __future__ import annotations
@@ -20,24 +19,24 @@ from graders.base import Check
 
 #: on a GPU: the fraction of the datasheet peak that passes
 GPU_FRACTION = 0.5
-#: on a CPU: how many times the eager reference's bandwidth passes
-CPU_SPEEDUP = 1.25
 #: above this fraction of peak a measurement is physically implausible: not believed
 IMPLAUSIBLE_FRACTION = 1.05
 #: at or above this fraction the op is called memory-bandwidth bound
 BOUND_FRACTION = 0.5
 
 
+def bottleneck(fraction: float) -> str:
+    """What bounds an op that reached ``fraction`` of peak bandwidth."""
+    if fraction >= BOUND_FRACTION:
+        return f"memory-bandwidth bound, {fraction:.0%} of peak"
+    return f"{fraction:.0%} of peak, so arithmetic or per-op overhead bounds it before memory does"
+
+
 def bandwidth_check(
-    function: str,
-    achieved_gbs: float | None,
-    peak_gbs: float,
-    peak_source: str,
-    device: str,
-    reference_gbs: float | None = None,
+    function: str, achieved_gbs: float | None, peak_gbs: float, peak_source: str
 ) -> Check:
-    """``peak_source`` says where the peak comes from: "a measured" or "the H200's datasheet";
-    ``reference_gbs`` is the eager reference's figure from the same trial (CPU rule)."""
+    """The GPU check; ``peak_source`` says where the peak comes from, e.g. "the H200's
+    datasheet"."""
     name = f"{function}: memory bandwidth"
     if achieved_gbs is None:
         return Check(
@@ -55,34 +54,26 @@ def bandwidth_check(
             f"{reading}: faster than the memory can go, so the work cannot all have been done "
             "in the timed call",
         )
-    if fraction >= BOUND_FRACTION:
-        bottleneck = f"memory-bandwidth bound, {fraction:.0%} of peak"
-    else:
-        bottleneck = (
-            f"{fraction:.0%} of peak, so arithmetic or per-op overhead bounds it before memory does"
-        )
-    if device == "cuda":
-        if fraction >= GPU_FRACTION:
-            return Check(name, True, f"{reading}: {bottleneck} (pass mark {GPU_FRACTION:.0%})")
+    if fraction >= GPU_FRACTION:
         return Check(
-            name,
-            False,
-            f"{reading}: {bottleneck}; the pass mark is {GPU_FRACTION:.0%}. Each eager op reads "
-            "and writes the whole tensor: fuse the chain, e.g. with torch.compile.",
+            name, True, f"{reading}: {bottleneck(fraction)} (pass mark {GPU_FRACTION:.0%})"
         )
-    return _cpu_rule(name, f"{reading}: {bottleneck}", achieved_gbs, reference_gbs)
-
-
-def _cpu_rule(name: str, reading: str, achieved_gbs: float, reference_gbs: float | None) -> Check:
-    if reference_gbs is None:
-        return Check(name, False, f"{reading}; the eager chain's own figure was lost in the noise")
-    speedup = achieved_gbs / reference_gbs
-    against = f"{speedup:.2f}× the eager chain's bandwidth (pass mark {CPU_SPEEDUP:.2f}×)"
-    if speedup >= CPU_SPEEDUP:
-        return Check(name, True, f"{reading}; {against}")
     return Check(
         name,
         False,
-        f"{reading}; {against}. Each eager op reads and writes the whole tensor: on a CPU, "
-        "fuse by hand with in-place ops on one buffer (add_, mul_, tanh_).",
+        f"{reading}: {bottleneck(fraction)}; the pass mark is {GPU_FRACTION:.0%}. Each eager op "
+        "reads and writes the whole tensor: fuse the chain, e.g. with torch.compile.",
+    )
+
+
+def cpu_reading(achieved_gbs: float | None, peak_gbs: float, reference_gbs: float | None) -> str:
+    """The roofline line a CPU verdict carries as a note: reported, not judged."""
+    if achieved_gbs is None:
+        return "Roofline: the compute time was lost in the noise of the transfers this time."
+    against = f"; {achieved_gbs / reference_gbs:.2f}× the eager chain's" if reference_gbs else ""
+    return (
+        f"Roofline: {achieved_gbs:.1f} GB/s of a measured {peak_gbs:.1f} GB/s: "
+        f"{bottleneck(achieved_gbs / peak_gbs)}{against}. Reported, not judged, on a CPU host: "
+        "one core evaluating tanh runs out of arithmetic long before memory, and fusing gains "
+        "less there than the host's noise."
     )

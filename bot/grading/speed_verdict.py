@@ -16,7 +16,7 @@ from bot.grading.speed_trial import TrialOutcome, TurnRunner, run_trial
 from graders.base import Check, Verdict
 from graders.fused_pointwise import device_name as gpu_name
 from graders.fused_pointwise import peak_for
-from graders.roofline import bandwidth_check
+from graders.roofline import bandwidth_check, cpu_reading
 
 
 def add_speed(spec: JobSpec, verdict: Verdict, sandbox: TurnRunner, device: str) -> Verdict:
@@ -29,17 +29,20 @@ def add_speed(spec: JobSpec, verdict: Verdict, sandbox: TurnRunner, device: str)
             verdict.task, f"the speed trial could not run on our side: {outcome.reason}"
         )
     result, checks = outcome.result, verdict.checks
+    notes = [
+        f"Speed: {result.describe()}, timed by the worker on fresh inputs."
+        if result is not None
+        else f"Speed not ranked: {outcome.reason}."
+    ]
     if hasattr(graders.speed.load(spec.speed.reference), "moved_bytes"):
         peak = _peak(device)
         if result is not None and peak is not None:
             result = dataclasses.replace(result, peak_gbs=peak[0])
-        checks = (*checks, _bandwidth(spec.speed.function, outcome, peak, device))
-    note = (
-        f"Speed: {result.describe()}, timed by the worker on fresh inputs."
-        if result is not None
-        else f"Speed not ranked: {outcome.reason}."
-    )
-    return _rescored(dataclasses.replace(verdict, checks=checks, speed=result), note)
+        if device == "cuda":
+            checks = (*checks, _bandwidth(spec.speed.function, outcome, peak, device))
+        elif result is not None and peak is not None:
+            notes.append(cpu_reading(result.achieved_gbs, peak[0], result.reference_gbs))
+    return _rescored(dataclasses.replace(verdict, checks=checks, speed=result), notes)
 
 
 def _peak(device: str) -> tuple[float, str] | None:
@@ -65,13 +68,10 @@ def _bandwidth(
             f"not judged: no datasheet peak is on file for {gpu_name()}; achieved {measured}",
             checked=False,
         )
-    result = outcome.result
-    return bandwidth_check(
-        function, result.achieved_gbs, peak[0], peak[1], device, result.reference_gbs
-    )
+    return bandwidth_check(function, outcome.result.achieved_gbs, peak[0], peak[1])
 
 
-def _rescored(verdict: Verdict, note: str) -> Verdict:
+def _rescored(verdict: Verdict, notes: list[str]) -> Verdict:
     passed = sum(c.passed for c in verdict.checks)
     failing = [c for c in verdict.checks if not c.passed and c.checked]
     status = "passed" if not failing else "failed"
@@ -86,5 +86,5 @@ def _rescored(verdict: Verdict, note: str) -> Verdict:
         status=status,
         score=passed / len(verdict.checks) if verdict.checks else verdict.score,
         feedback=feedback,
-        notes=(*verdict.notes, note),
+        notes=(*verdict.notes, *notes),
     )

@@ -20,7 +20,7 @@ from bot.grading.service import SandboxRunner, grade_prepared
 from bot.sandbox.api import SandboxResult
 from graders import load_grader
 from graders.base import Check, Verdict
-from graders.roofline import CPU_SPEEDUP, GPU_FRACTION, bandwidth_check
+from graders.roofline import GPU_FRACTION, bandwidth_check, cpu_reading
 from tests.graders.support import assert_quiz_passes, grade_in_sandbox, quiz_task
 
 TASK = "roofline/fused-gelu"
@@ -151,7 +151,7 @@ def test_the_prompt_states_the_accuracy_the_grader_checks(content: Content) -> N
     prose = " ".join(task.prompt.split())
     assert "on a 512×1024 float32 `x`" in prose and timed[0].shape == (512, 1024)
     assert f"{GPU_FRACTION:.0%} of the GPU's datasheet peak" in prose
-    assert f"at least {CPU_SPEEDUP}× the eager chain's" in prose
+    assert "On a CPU host the verdict reports your bandwidth" in prose
 
 
 def test_the_built_in_gelu_is_not_allowed(zygote: SandboxRunner) -> None:
@@ -165,14 +165,8 @@ def test_the_built_in_gelu_is_not_allowed(zygote: SandboxRunner) -> None:
 # --- the roofline reading: a pure judgement of a trusted trial's figure (graders.roofline) ---
 
 
-def reading(
-    achieved: float | None,
-    device: str = "cuda",
-    peak: float = 3350.0,
-    reference: float | None = None,
-) -> Check:
-    source = "the H100 SXM's datasheet" if device == "cuda" else "a measured"
-    return bandwidth_check("fused_gelu_bias", achieved, peak, source, device, reference)
+def reading(achieved: float | None) -> Check:
+    return bandwidth_check("fused_gelu_bias", achieved, 3350.0, "the H100 SXM's datasheet")
 
 
 def test_fast_enough_passes_and_names_the_bottleneck() -> None:
@@ -191,20 +185,15 @@ def test_eager_speed_fails_and_says_what_to_do() -> None:
     assert "the pass mark is 50%" in check.message and "torch.compile" in check.message
 
 
-def test_a_cpu_host_reads_its_measured_peak_and_passes_beating_the_eager_chain() -> None:
-    """One core runs out of arithmetic before memory: the reading names that against the
-    measured peak, and the pass is set against the eager chain timed in the same trial."""
-    fused = reading(2.3, device="cpu", peak=17.5, reference=1.4)
-    assert fused.passed, fused.message
-    assert fused.message == (
-        "2.3 GB/s of a measured 17.5 GB/s: 13% of peak, so arithmetic or per-op overhead bounds "
-        "it before memory does; 1.64× the eager chain's bandwidth (pass mark 1.25×)"
+def test_a_cpu_host_reports_its_reading_against_the_measured_peak() -> None:
+    """One core is arithmetic-bound on tanh: the reading names that, and is not a check."""
+    line = cpu_reading(1.9, 18.2, 1.6)
+    assert line.startswith(
+        "Roofline: 1.9 GB/s of a measured 18.2 GB/s: 10% of peak, so arithmetic or per-op "
+        "overhead bounds it before memory does; 1.19× the eager chain's."
     )
-    eager = reading(1.5, device="cpu", peak=17.5, reference=1.4)
-    assert not eager.passed and "1.07× the eager chain's bandwidth" in eager.message
-    assert "in-place ops on one buffer" in eager.message
-    lost = reading(2.3, device="cpu", peak=17.5, reference=None)
-    assert not lost.passed and "eager chain's own figure was lost" in lost.message
+    assert "Reported, not judged, on a CPU host" in line
+    assert "lost in the noise" in cpu_reading(None, 18.2, 1.6)
 
 
 def test_impossible_or_unusable_readings_are_not_believed() -> None:
@@ -243,15 +232,15 @@ def test_names_not_in_the_table_get_no_peak(name: str) -> None:
     assert fp.peak_for(name) is None
 
 
-def test_on_this_cpu_the_trial_reads_the_roofline_into_a_check(zygote: SandboxRunner) -> None:
-    """The performance part is graded on a CPU host too: the trial's figures become the
-    bandwidth check, read against the peak this process measured."""
+def test_on_this_cpu_the_trial_reports_the_roofline_reading(zygote: SandboxRunner) -> None:
+    """On a CPU host the trial's figures are read against the peak this process measured and
+    reported with the verdict; correctness alone decides it there."""
     verdict = grade_with_speed(zygote, "fused_inplace.py", "cpu")
     speed = verdict.speed
-    assert speed is not None and speed.peak_gbs is not None and speed.achieved_gbs is not None
-    message = checks(verdict)[BANDWIDTH]
-    assert f"GB/s of a measured {speed.peak_gbs:.1f} GB/s: " in message
-    assert "× the eager chain's bandwidth (pass mark 1.25×)" in message
+    assert verdict.status == "passed" and BANDWIDTH not in checks(verdict)
+    assert speed is not None and speed.peak_gbs is not None
+    (line,) = [n for n in verdict.notes if n.startswith("Roofline: ")]
+    assert f"GB/s of a measured {speed.peak_gbs:.1f} GB/s: " in line or "lost in the noise" in line
     assert any(n.startswith("Speed: ") and "× the reference on" in n for n in verdict.notes)
 
 
