@@ -37,8 +37,9 @@ from bot.sandbox.turn_client import Turn
 from bot.sandbox.turns import TurnOutput, TurnSpec
 from graders.base import SpeedResult
 
-#: pairs of turns; the issue's floor is 15
-PAIRS = 15
+#: pairs of turns (the issue asks for at least 15; with 15, five trials of one file once strayed
+#: to 17% from their median on a quiet 2-core machine, and 21 narrows the median's noise)
+PAIRS = 21
 #: timed calls per turn, each on fresh inputs and each checked; the turn counts its fastest,
 #: since noise from the rest of the host only ever adds time
 TIMED_CALLS = 3
