@@ -119,7 +119,7 @@ def watch(saves: int, folder: Path) -> None:
     assert isinstance(task, BuildTask)
     spec = prepare(settings, task, target, TASK, None)
     floors = []
-    with closing(launch_sandbox(settings, huge_pages=True)) as zygote:  # as --watch does
+    with closing(launch_sandbox(huge_pages=True)) as zygote:  # as --watch does
         grade_prepared(spec, zygote)
         for _ in range(saves):
             started = time.perf_counter()

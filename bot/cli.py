@@ -16,12 +16,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from bot.clean_start import restore_environment
 from bot.config import DEFAULT_DATABASE_URL, FIX_HINTS, Settings, load_settings, settings_file
 from bot.errors import UserError
 from bot.logs import configure as configure_logging
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
+
+    from bot.sandbox import Zygote
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 
@@ -232,9 +235,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     wants_json = bool(words) and words[0] in {"grade", "submit"} and "--json" in words
     try:
         args = build_parser().parse_args(words)
+        handler: Handler = args.handler
+        if _grades_a_file(args):
+            handler = _forked_grade(args)  # before any setting, file or secret is read
+        restore_environment()
         settings = load_settings(settings_file())
         configure_logging(settings.log_level, settings.log_format)
-        handler: Handler = args.handler
         return handler(args, settings)
     except UserError as exc:
         if wants_json:  # one JSON object on stdout, whatever went wrong with the input
@@ -317,14 +323,14 @@ def _cmd_db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
 
     # A mistyped DATABASE_URL must not migrate a new, empty database beside the real one;
     # the default's own ./data directory is ours to create.
-    path = sqlite_path(parse_url(settings.database_url))
-    chosen = settings.database_url != DEFAULT_DATABASE_URL
+    path = sqlite_path(parse_url(settings.database_url.get_secret_value()))
+    chosen = settings.database_url.get_secret_value() != DEFAULT_DATABASE_URL
     if path is not None and chosen and not args.create_dir and not path.parent.is_dir():
         raise UserError(
             f"DATABASE_URL: the directory {path.parent} does not exist; check the path, or "
             "pass --create-dir to create it"
         )
-    revision = asyncio.run(upgrade_database(settings.database_url))
+    revision = asyncio.run(upgrade_database(settings.database_url.get_secret_value()))
     print(f"database is at revision {revision} (head)")
     return 0
 
@@ -338,7 +344,9 @@ def _cmd_db_worker_role(args: argparse.Namespace, settings: Settings) -> int:
             f"{args.password_env} is not set: export the worker's password in it "
             "(at least 12 characters), then run this again"
         )
-    created = asyncio.run(grant_worker_role(settings.database_url, args.name, password))
+    created = asyncio.run(
+        grant_worker_role(settings.database_url.get_secret_value(), args.name, password)
+    )
     print(
         f"{'created' if created else 'updated'} role {args.name}; on worker hosts set "
         f"DATABASE_URL=postgresql+asyncpg://{args.name}:<password>@<host>/<database>"
@@ -349,7 +357,7 @@ def _cmd_db_worker_role(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_db_current(args: argparse.Namespace, settings: Settings) -> int:
     from bot.db.setup import describe_revision
 
-    print(asyncio.run(describe_revision(settings.database_url)))
+    print(asyncio.run(describe_revision(settings.database_url.get_secret_value())))
     return 0
 
 
@@ -396,7 +404,7 @@ def _sqlite_database(
     """DATABASE_URL's SQLite file; None after printing the command to run for PostgreSQL."""
     from bot.db.engine import parse_url, sqlite_path
 
-    url = parse_url(settings.database_url)
+    url = parse_url(settings.database_url.get_secret_value())
     if url.get_backend_name() == "postgresql":
         print(
             "brrrbot does not copy a PostgreSQL database itself; with the bot and workers "
@@ -420,7 +428,9 @@ def _size(size_bytes: int) -> str:
 def _cmd_db_verify(args: argparse.Namespace, settings: Settings) -> int:
     from bot.db.verify import verify_database
 
-    problems = asyncio.run(verify_database(settings.database_url, settings.lease_seconds))
+    problems = asyncio.run(
+        verify_database(settings.database_url.get_secret_value(), settings.lease_seconds)
+    )
     for problem in problems:
         print(problem)
     if problems:
@@ -480,19 +490,39 @@ def _cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
     return submit_command(client, args.file, args.task, as_json=args.json, timeout_s=args.timeout)
 
 
-def _cmd_grade(args: argparse.Namespace, settings: Settings) -> int:
+def _grades_a_file(args: argparse.Namespace) -> bool:
+    return bool(args.handler is _cmd_grade and not args.list and args.file and args.task)
+
+
+def _forked_grade(args: argparse.Namespace) -> Handler:
+    """``brrrbot grade`` with its sandbox launched now, so that it warms up while the
+    content loads, and forked (where it may be: ``local.launch_sandbox``) from a process
+    that has read no setting and no file, and whose environment ``bot.clean_start`` held
+    back."""
+    from bot.grading import local
+
+    sandbox = local.launch_sandbox(huge_pages=args.watch)
+
+    def handler(args: argparse.Namespace, settings: Settings) -> int:
+        return _cmd_grade(args, settings, sandbox)
+
+    return handler
+
+
+def _cmd_grade(args: argparse.Namespace, settings: Settings, sandbox: Zygote | None = None) -> int:
     from bot.grading import local
     from bot.startup import load_content_or_fail
 
     if args.list:
         print(local.list_tasks(load_content_or_fail(settings)))
         return 0
-    if args.file is None or args.task is None:
+    if args.file is None or args.task is None or sandbox is None:
         raise UserError(
             "usage: brrrbot grade FILE --task QUEST/TASK [--seed N] [--json] [--watch] (or --list)"
         )
     code = local.grade_command(
         settings,
+        sandbox,
         args.file,
         args.task,
         insecure=args.insecure_sandbox,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -54,8 +54,11 @@ class Settings(BaseSettings):
         extra="ignore",
     )
 
+    # Secrets are SecretStr: never shown in a repr, a log line or an error message, and
+    # each is revealed only where it is used (``get_secret_value``).  A database URL may
+    # carry a password in its user part or its query string, so the whole URL is one.
     discord_token: SecretStr | None = None
-    database_url: str = DEFAULT_DATABASE_URL
+    database_url: SecretStr = SecretStr(DEFAULT_DATABASE_URL)
     quests_dir: Path | None = None  # unset: ./quests if it is one, else the shipped quests
     log_level: LogLevel = "INFO"
     log_format: LogFormat = "text"
@@ -98,11 +101,13 @@ class Settings(BaseSettings):
 
     @field_validator("database_url")
     @classmethod
-    def _known_driver(cls, value: str) -> str:
-        scheme = value.split("://", 1)[0] if "://" in value else ""
+    def _known_driver(cls, value: SecretStr) -> SecretStr:
+        url = value.get_secret_value()
+        scheme = url.split("://", 1)[0] if "://" in url else ""
         if scheme not in {"sqlite+aiosqlite", "postgresql+asyncpg"}:
+            shown = f" {scheme!r}" if scheme else ""
             raise ValueError(
-                f"unsupported database URL {value!r}: the scheme must be "
+                f"unsupported database URL scheme{shown}: it must be "
                 "sqlite+aiosqlite:// or postgresql+asyncpg://"
             )
         return value
@@ -133,13 +138,25 @@ def load_settings(env_file: str | Path | None = ".env") -> Settings:
         raise ConfigError(_describe(exc)) from None
 
 
+def _secret_variables() -> frozenset[str]:
+    """The variables of every setting typed as secret (a ``SecretStr``, optional or not)."""
+    return frozenset(
+        name.upper()
+        for name, info in Settings.model_fields.items()
+        if SecretStr in (info.annotation, *get_args(info.annotation))
+    )
+
+
+SECRET_VARIABLES = _secret_variables()
+
+
 def _describe(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
         variable = str(error["loc"][0]).upper() if error["loc"] else "settings"
         message = error["msg"].removeprefix("Value error, ")
         got = error.get("input")
-        secret = variable in {"DISCORD_TOKEN", "BRRRBOT_TOKEN"}
+        secret = variable in SECRET_VARIABLES
         shown = f" (got {got!r})" if isinstance(got, str | int) and not secret else ""
         hint = FIX_HINTS.get(variable, "")
         parts.append(f"{variable}: {message}{shown}" + (f"; {hint}" if hint else ""))

@@ -66,7 +66,7 @@ async def _serve(settings: Settings, content: Content, token: str, local_workers
 async def _serve_until_stopped(
     settings: Settings, content: Content, token: str, local_workers: int, shutdown: Shutdown
 ) -> None:
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url.get_secret_value())
     try:
         await migrate.upgrade(engine)
         log.info("database at revision %s", await migrate.current(engine))
@@ -150,7 +150,7 @@ def worker_environment(
     }
     return {
         **inherited,
-        "DATABASE_URL": settings.database_url,
+        "DATABASE_URL": settings.database_url.get_secret_value(),
         "QUESTS_DIR": str(content_directory(settings.quests_dir)),
         "LOG_LEVEL": settings.log_level,
         "LOG_FORMAT": settings.log_format,

@@ -13,8 +13,8 @@ from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 from typing import NoReturn
-from urllib.parse import urlsplit
 
+from bot.clean_start import is_clean
 from bot.config import Settings
 from bot.content import Content
 from bot.content.schema import BuildTask
@@ -47,6 +47,7 @@ def list_tasks(content: Content) -> str:
 
 def grade_command(
     settings: Settings,
+    sandbox: Zygote,
     path: Path,
     task_ref: str,
     *,
@@ -58,14 +59,11 @@ def grade_command(
     """``brrrbot grade``: print the verdict and return its exit code (or, with ``watch``,
     grade again on every save until Ctrl-C).
 
-    The sandbox is launched as soon as the file is known to be readable, so that it warms
-    up and probes its isolation while the quest content loads on the other core.
+    ``sandbox`` is on its way up (``launch_sandbox``): it warms up and probes its isolation
+    while the quest content loads on the other core.
     """
-    data = None if watch else read_file(path)  # a watch may start before the file is right
-    # one grade starts fastest without the huge-page collapse; a watch pays it once, then
-    # forks each job faster
-    sandbox = launch_sandbox(settings, huge_pages=watch)
     with closing(sandbox) as zygote:  # entering would wait for it
+        data = None if watch else read_file(path)  # a watch may start before the file is right
         content = load_content_or_fail(settings)
         task = _build_task(content, task_ref)
         if not insecure and not minimum_ok(zygote.isolation_report()):
@@ -167,24 +165,20 @@ def prepare(
     return JobSpec.build(task_ref, task, prepared, path.name)
 
 
-def launch_sandbox(settings: Settings, *, huge_pages: bool = False) -> Zygote:
+def launch_sandbox(*, huge_pages: bool = False) -> Zygote:
     """A zygote on its way up (``start`` or the first run waits for it).
 
-    Forked from this process when that is safe, which saves the zygote's own torch import:
-    torch is imported here first, and nothing has been planned yet.  A process holding a
-    secret (a Discord token, a database password) starts it by exec as a worker does.
+    Call it before reading any setting or file.  The zygote is forked from this process,
+    which saves its own torch import (torch is imported here first), when the environment
+    holds only plain variables (``bot.clean_start`` restarted the command for that);
+    otherwise it is started by exec, as a worker's is.  One grade starts fastest without
+    the huge-page collapse; a watch pays it once, then forks each job faster.
     """
     import torch  # noqa: F401 - imported before the fork, so the zygote shares it
 
-    zygote = Zygote(fork=may_fork(settings), huge_pages=huge_pages)
+    zygote = Zygote(fork=is_clean(), huge_pages=huge_pages)
     zygote.launch()
     return zygote
-
-
-def may_fork(settings: Settings) -> bool:
-    """Whether this process holds nothing a job must not read (see ``launch_sandbox``)."""
-    password = urlsplit(settings.database_url).password  # sqlalchemy costs 0.4 s to import
-    return settings.discord_token is None and not password
 
 
 def _build_task(content: Content, task_ref: str) -> BuildTask:

@@ -115,7 +115,7 @@ async def _run_one(settings: Settings, *, insecure: bool) -> int:
                     "only on a machine where learner code may do anything."
                 )
             log.warning("grading WITHOUT the minimum isolation (--insecure-sandbox)")
-        engine = make_engine(settings.database_url)
+        engine = make_engine(settings.database_url.get_secret_value())
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

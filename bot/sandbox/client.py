@@ -2,13 +2,14 @@
 
 A worker starts its zygote by exec with an empty environment, so that nothing of the
 worker's (a token, a database handle, the expected outputs) is in its memory.  On a
-learner's own machine ``brrrbot grade`` may instead fork it from the CLI process, which
-has imported torch but planned nothing yet and holds no secrets: one torch import instead
-of two (see ``fork_zygote``).
+learner's own machine ``brrrbot grade`` may instead fork the first one from the CLI process,
+which has imported torch but read no setting and no file yet (see ``fork_zygote``): one
+torch import instead of two.
 
-This module never imports torch and never unpickles anything: results are
-frames whose every field is validated (codec.py) before they become
-dataclasses.  A zygote that dies, hangs or talks nonsense is killed and
+Each job's request goes from here straight into the job, and its results come straight back
+(``bot.sandbox.channel``): the zygote never holds either.  This module never imports torch
+and never unpickles anything: results are frames whose every field is validated (codec.py)
+before they become dataclasses.  A zygote that dies, hangs or talks nonsense is killed and
 started afresh on the next run.
 """
 
@@ -18,6 +19,7 @@ import contextlib
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -26,15 +28,18 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import Any
 
-from bot.sandbox import framing, isolation, linux
+from bot.sandbox import isolation, linux
 from bot.sandbox.api import IsolationLayer, JobStatus, SandboxRequest, SandboxResult
-from bot.sandbox.codec import decode_result, encode_request
-from bot.sandbox.framing import FrameReader, ProtocolError
+from bot.sandbox.channel import JobChannel, ZygoteGone
+from bot.sandbox.codec import JobKind, JobOrder, encode_request
+from bot.sandbox.control import Control
+from bot.sandbox.framing import ProtocolError, frame_chunks
+from bot.sandbox.transcript import Transcript
 from bot.sandbox.turn_client import Turn, TurnOver
 from bot.sandbox.turns import TurnSpec
-from bot.sandbox.verdict import skipped
+from bot.sandbox.verdict import decide, skipped
 
 PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 _BOOTSTRAP = (
@@ -43,7 +48,6 @@ _BOOTSTRAP = (
     "from bot.sandbox.zygote import main; main(sys.argv[2:])"
 )
 READY_HEADER_MAX = 4 << 20
-RESPONSE_MARGIN_S = 30.0  # setup, teardown and transfer on top of the job's wall limit
 CLOSE_WAIT_S = 2.0
 FORKED_TITLE = b"brrrbot sandbox zygote (forked)"
 MAX_DESCRIPTOR = 1 << 20  # closerange's bound: close_range(2) makes it cheap
@@ -53,21 +57,12 @@ class SandboxUnavailable(RuntimeError):
     """The zygote could not start."""
 
 
-class _ZygoteGone(Exception):
-    """The zygote's pipes closed: it died (killed from outside, or crashed)."""
-
-
-def _result_header_max(request: SandboxRequest) -> int:
-    """JSON may escape a character into six bytes; error texts and op lists are capped."""
-    return (4 << 20) + 12 * request.limits.stdout_bytes + len(request.calls) * (1 << 20)
-
-
 def _failure(request: SandboxRequest, status: JobStatus, message: str) -> SandboxResult:
     return SandboxResult(status, message, skipped(request.calls, ""))
 
 
 class Zygote:
-    """A warm, exec-started sandbox process that grades one request at a time.
+    """A warm sandbox process that grades one request at a time.
 
     The zygote picks the strongest sandbox mode that works here (``modes``
     forces a list to try, e.g. ``("bare",)``).  Whether a degraded sandbox is
@@ -86,10 +81,13 @@ class Zygote:
         self.python = python
         self.modes = modes
         self.start_timeout_s = start_timeout_s
-        self.fork = fork  # fork from this process (see ``fork_zygote``) instead of exec
+        #: fork the first zygote from this process (``fork_zygote``) instead of exec; any
+        #: later one execs, since by then this process holds what it has graded
+        self.fork = fork
         self.huge_pages = huge_pages  # collapse into huge pages: slower start, faster jobs
         self._lock = threading.RLock()
         self._process: subprocess.Popen[bytes] | ForkedZygote | None = None
+        self._control: Control | None = None
         self._ready: dict[str, Any] = {}
 
     def __enter__(self) -> Zygote:
@@ -139,34 +137,39 @@ class Zygote:
             self._spawn()
 
     def _spawn(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             if self.fork:
-                self._process = fork_zygote(self.modes, huge_pages=self.huge_pages)
+                self.fork = False
+                self._process = fork_zygote(theirs, self.modes, huge_pages=self.huge_pages)
             else:
                 self._process = subprocess.Popen(
                     [self.python, "-I", "-X", "utf8", "-c", _BOOTSTRAP, PROJECT_ROOT, *self.modes],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
+                    stdin=theirs.fileno(),
+                    stdout=subprocess.DEVNULL,
                     env={},
                     cwd="/",
                     close_fds=True,
                     start_new_session=True,
                 )
         except OSError as exc:
+            ours.close()
             raise SandboxUnavailable(f"cannot start {self.python}: {exc}") from exc
-        for stream in (self._process.stdin, self._process.stdout):
-            if stream is not None:
-                linux.widen_pipe(stream.fileno())
+        finally:
+            theirs.close()
+        self._control = Control(ours, READY_HEADER_MAX)
 
     def _await_ready(self) -> None:
+        assert self._control is not None
         try:
-            header = self._read(FrameReader(READY_HEADER_MAX, 0), self.start_timeout_s)[0]
-        except (OSError, TimeoutError, ProtocolError, _ZygoteGone) as exc:
+            header = self._control.read(time.monotonic() + self.start_timeout_s)
+        except (OSError, TimeoutError, ProtocolError) as exc:
             self._kill()
             raise SandboxUnavailable(f"the zygote did not start: {exc}") from exc
-        if header.get("kind") != "ready":
+        if header is None or header.get("kind") != "ready":
             self._kill()
-            raise SandboxUnavailable(f"the zygote did not start: {header.get('message', header)}")
+            why = "it exited" if header is None else header.get("message", header)
+            raise SandboxUnavailable(f"the zygote did not start: {why}")
         self._ready = header
         try:
             self._layers()
@@ -183,6 +186,9 @@ class Zygote:
             self.start()
             return self._layers()
 
+    def _device(self, wanted: str) -> str:
+        return "cuda" if wanted == "cuda" and self._ready.get("cuda") is True else "cpu"
+
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run one request; never raises for anything the submission does.
 
@@ -193,11 +199,11 @@ class Zygote:
         with self._lock:
             try:
                 return self._attempt(request)
-            except _ZygoteGone:
+            except ZygoteGone:
                 self._kill()
             try:
                 return self._attempt(request)
-            except _ZygoteGone as exc:
+            except ZygoteGone as exc:
                 self._kill()
                 return _failure(request, "internal_error", f"the sandbox died: {exc}")
 
@@ -215,38 +221,29 @@ class Zygote:
             return _failure(request, "internal_error", f"the sandbox failed: {exc!r}")
 
     def _exchange(self, request: SandboxRequest) -> SandboxResult:
-        assert self._process is not None and self._process.stdin is not None
-        header, payload = encode_request(request)
+        assert self._control is not None
+        device = self._device(request.device)
+        transcript = Transcript(request, request.limits)
+        order = JobOrder(JobKind.CALLS, request.limits, device, pinned=False)
+        channel = JobChannel(self._control, order, transcript)
         try:
-            framing.write_frame(self._process.stdin.fileno(), header, payload)
-        except BrokenPipeError as exc:
-            raise _ZygoteGone("it closed its input") from exc
-        reader = FrameReader(_result_header_max(request), request.limits.output_bytes)
-        reply, reply_payload = self._read(reader, request.limits.wall_s + RESPONSE_MARGIN_S)
-        if reply.get("kind") == "error":
-            message = str(reply.get("message", ""))[:2000]
-            return _failure(request, "internal_error", f"sandbox refused the job: {message}")
-        return decode_result(reply, reply_payload, request)
-
-    def _read(self, reader: FrameReader, timeout_s: float) -> tuple[dict[str, Any], bytes]:
-        assert self._process is not None and self._process.stdout is not None
-        frame = framing.read_frame(
-            self._process.stdout.fileno(), reader, time.monotonic() + timeout_s
-        )
-        if frame is None:
-            raise _ZygoteGone("it closed its output")
-        return frame
+            channel.send(frame_chunks(*encode_request(request)))
+            channel.end_feed()
+            observation = channel.finish()
+        finally:
+            channel.close()
+        return decide(request, device, observation, transcript)
 
     def _kill(self) -> None:
         process, self._process = self._process, None
+        control, self._control = self._control, None
         cgroup_dirs, self._ready = self._ready.get("cgroup_dirs", []), {}
+        if control is not None:
+            control.close()
         if process is None:
             return
         process.kill()
         process.wait()
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                stream.close()
         for path in cgroup_dirs:  # empty once the zygote is gone; a later zygote retries
             with contextlib.suppress(OSError):
                 os.rmdir(path)
@@ -254,36 +251,38 @@ class Zygote:
     @contextlib.contextmanager
     def turn(self, spec: TurnSpec) -> Iterator[Turn]:
         """Open a speed-trial turn (``bot.sandbox.turn_client``) and end it on exit.  A
-        sandbox that breaks during the turn is killed and the turn reports why."""
+        sandbox that breaks during the turn is killed and the turn reports why, and so is
+        one whose turn the caller left without ending it (its state is unknown)."""
         with self._lock:
-            turn: Turn | None = None
             try:
                 self.start()
-                process = self._process
-                assert process is not None and process.stdin and process.stdout
-                turn = Turn(spec, (process.stdin.fileno(), process.stdout.fileno()))
-                turn.open()
-            except (SandboxUnavailable, OSError, EOFError, TimeoutError, ProtocolError) as exc:
+                assert self._control is not None
+                turn = Turn.start(spec, self._control, self._device(spec.device))
+            except (SandboxUnavailable, OSError, TimeoutError, ProtocolError, ZygoteGone) as exc:
                 self._kill()
-                turn = Turn(
-                    spec, (-1, -1), TurnOver("internal_error", f"the sandbox failed: {exc!r}")
-                )
+                turn = Turn(spec, None, TurnOver("internal_error", f"the sandbox failed: {exc!r}"))
             try:
                 yield turn
                 turn.end()
-            except (OSError, EOFError, TimeoutError, ProtocolError) as exc:
+            except (OSError, TimeoutError, ProtocolError, ZygoteGone) as exc:
                 self._kill()
                 turn.over = TurnOver("internal_error", f"the sandbox failed: {exc!r}")
+            finally:
+                if turn.open:
+                    if turn.channel is not None:
+                        turn.channel.close()
+                    self._kill()
 
     def close(self) -> None:
-        """Close the zygote's stdin (it exits between jobs), then make sure it is gone."""
+        """Close the control socket (the zygote exits between jobs), then make sure it is
+        gone."""
         with self._lock:
-            process = self._process
+            process, control = self._process, self._control
             if process is None:
                 return
             try:
-                if process.stdin is not None:
-                    process.stdin.close()
+                if control is not None:
+                    control.sock.shutdown(socket.SHUT_WR)
                 process.wait(CLOSE_WAIT_S)
             except (OSError, subprocess.TimeoutExpired):
                 pass
@@ -293,10 +292,8 @@ class Zygote:
 class ForkedZygote:
     """A zygote forked from this process, behind the part of Popen's interface used here."""
 
-    def __init__(self, pid: int, requests: int, replies: int) -> None:
+    def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.stdin: BinaryIO | None = os.fdopen(requests, "wb", buffering=0)
-        self.stdout: BinaryIO | None = os.fdopen(replies, "rb", buffering=0)
         self._pidfd = os.pidfd_open(pid)
         self.returncode: int | None = None
 
@@ -325,18 +322,18 @@ class ForkedZygote:
                 os.kill(self.pid, signal.SIGKILL)
 
 
-def fork_zygote(modes: tuple[str, ...], *, huge_pages: bool) -> ForkedZygote:
+def fork_zygote(
+    control: socket.socket, modes: tuple[str, ...], *, huge_pages: bool
+) -> ForkedZygote:
     """Fork the zygote from this process: torch (imported by the caller) comes ready-made.
 
     Only for a process whose memory a job may see: the child inherits all of it, so the
-    caller forks before it plans anything (the expected outputs must never be there) and
-    only when it holds no secret (``brrrbot grade`` checks its settings).  The child gets
-    what an exec'd zygote gets otherwise: a session of its own, the protocol pipes on 0
-    and 1 and no other descriptor, an empty environment and ``/`` as its directory; the
-    environment it was started with is erased from memory, and it shows as FORKED_TITLE.
+    caller forks before it reads any setting, file or secret (``bot.grading.local``), and
+    only once (``Zygote.fork``).  The child gets what an exec'd zygote gets otherwise: a
+    session of its own, the control socket on 0 and no other descriptor, an empty
+    environment and ``/`` as its directory; the environment it was started with is erased
+    from memory, and it shows as FORKED_TITLE.
     """
-    requests_read, requests_write = os.pipe()
-    replies_read, replies_write = os.pipe()
     sys.stdout.flush()  # nothing buffered may be written twice
     sys.stderr.flush()
     pid = os.fork()
@@ -344,8 +341,7 @@ def fork_zygote(modes: tuple[str, ...], *, huge_pages: bool) -> ForkedZygote:
         code = 1
         try:
             os.setsid()
-            os.dup2(requests_read, 0)
-            os.dup2(replies_write, 1)
+            os.dup2(control.fileno(), 0)
             os.closerange(3, MAX_DESCRIPTOR)
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the CLI to handle
             os.environ.clear()
@@ -359,6 +355,4 @@ def fork_zygote(modes: tuple[str, ...], *, huge_pages: bool) -> ForkedZygote:
             traceback.print_exc()
         finally:
             os._exit(code)
-    os.close(requests_read)
-    os.close(replies_write)
-    return ForkedZygote(pid, requests_write, replies_read)
+    return ForkedZygote(pid)

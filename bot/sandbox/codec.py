@@ -1,15 +1,16 @@
-"""Strict JSON <-> dataclass conversion for requests, call results and job results.
+"""Strict JSON <-> dataclass conversion for requests, call results and job orders.
 
-Both the zygote (reading a job) and the trusted client (reading the zygote)
-decode with these functions, so a malformed or oversized field is rejected the
-same way at every hop.  Tensor bytes travel in the frame payload, described by
-dtype and shape in the header, and are checked by ``RawTensor``.
+The job decodes its request with these functions and the trusted client decodes the job's
+results with them, so a malformed or oversized field is rejected the same way everywhere.
+Tensor bytes travel in the frame payload, described by dtype and shape in the header, and
+are checked by ``RawTensor``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
+from enum import StrEnum
 from typing import Any, get_args
 
 from bot.sandbox.api import (
@@ -17,24 +18,20 @@ from bot.sandbox.api import (
     Call,
     CallResult,
     CallStatus,
-    JobStatus,
     Limits,
     RawTensor,
     SandboxRequest,
-    SandboxResult,
 )
 from bot.sandbox.framing import ProtocolError
 
 MAX_SOURCE_CHARS = 4 << 20
 MAX_NAME_CHARS = 256
 MAX_ERROR_CHARS = 8192
-MAX_MESSAGE_CHARS = MAX_ERROR_CHARS + 512
 MAX_OPS = 256
 MAX_CALLS = 1024
 MAX_DIMS = 64
 
 CALL_STATUSES: frozenset[str] = frozenset(get_args(CallStatus))
-JOB_STATUSES: frozenset[str] = frozenset(get_args(JobStatus))
 
 
 def clip(text: str, limit: int) -> str:
@@ -106,7 +103,7 @@ def tensor_meta(tensor: RawTensor) -> dict[str, Any]:
 
 def encode_request(request: SandboxRequest) -> tuple[dict[str, Any], bytes]:
     header = {
-        "kind": "job",
+        "kind": "request",
         "source": request.source,
         "filename": request.filename,
         "device": request.device,
@@ -139,7 +136,7 @@ def limits_of(obj: Any) -> Limits:
 
 
 def decode_request(header: dict[str, Any], payload: bytes) -> SandboxRequest:
-    if header.get("kind") != "job":
+    if header.get("kind") != "request":
         raise ProtocolError("not a job request")
     raw_calls = field_of(header, "calls", list)
     if len(raw_calls) > MAX_CALLS:
@@ -224,54 +221,45 @@ def call_from_json(
     return result, offset
 
 
-# -- job results ------------------------------------------------------------------------------
+# -- job orders (client -> zygote) ---------------------------------------------------------
 
 
-def encode_result(result: SandboxResult) -> tuple[dict[str, Any], bytes]:
-    header = {
-        "kind": "result",
-        "status": result.status,
-        "message": result.message,
-        "stdout": result.stdout,
-        "stderr": result.stderr,
-        "wall_s": result.wall_s,
-        "cpu_s": result.cpu_s,
-        "device": result.device,
-        "calls": [call_to_json(call) for call in result.calls],
+class JobKind(StrEnum):
+    """What the job process does with its feed."""
+
+    CALLS = "calls"  # read one request, run its calls (``Runner.run``)
+    TURN = "turn"  # read a turn, then answer inputs until the feed closes (``Runner.serve_feed``)
+
+
+@dataclass(frozen=True)
+class JobOrder:
+    """What the zygote needs to start a job; the job's data never travels with it."""
+
+    kind: JobKind
+    limits: Limits
+    device: str  # "cpu" or "cuda", as the client chose from the zygote's ready report
+    pinned: bool  # on the job core (speed-trial turns)
+
+
+def order_to_json(order: JobOrder) -> dict[str, Any]:
+    return {
+        "kind": "job",
+        "job": order.kind.value,
+        "limits": asdict(order.limits),
+        "device": order.device,
+        "pinned": order.pinned,
     }
-    payload = b"".join(call.tensor.data for call in result.calls if call.tensor is not None)
-    return header, payload
 
 
-def decode_result(header: dict[str, Any], payload: bytes, request: SandboxRequest) -> SandboxResult:
-    """Rebuild a result, insisting on one entry per requested call, in order."""
-    if header.get("kind") != "result":
-        raise ProtocolError("not a job result")
-    status = field_of(header, "status", str)
-    if status not in JOB_STATUSES:
-        raise ProtocolError("bad job status")
-    raw_calls = field_of(header, "calls", list)
-    if len(raw_calls) != len(request.calls):
-        raise ProtocolError("result does not have one entry per call")
-    view, offset, calls = memoryview(payload), 0, []
-    for raw, expected in zip(raw_calls, request.calls, strict=True):
-        call, offset = call_from_json(raw, view, offset, expected)
-        calls.append(call)
-    if offset != len(payload):
-        raise ProtocolError("result payload has trailing bytes")
-    if len(payload) > request.limits.output_bytes:
-        raise ProtocolError("returned tensors exceed the output limit")
-    text_limit = request.limits.stdout_bytes
+def order_from_json(header: dict[str, Any]) -> JobOrder:
+    if header.get("kind") != "job":
+        raise ProtocolError("not a job order")
+    kind = field_of(header, "job", str)
+    if kind not in {k.value for k in JobKind}:
+        raise ProtocolError("bad job kind")
     device = field_of(header, "device", str)
     if device not in ("cpu", "cuda"):
         raise ProtocolError("bad device")
-    return SandboxResult(
-        status=status,  # type: ignore[arg-type]  # checked against JOB_STATUSES
-        message=text_of(header, "message", MAX_MESSAGE_CHARS),
-        calls=tuple(calls),
-        stdout=text_of(header, "stdout", text_limit),
-        stderr=text_of(header, "stderr", text_limit),
-        wall_s=seconds_of(header, "wall_s"),
-        device=device,
-        cpu_s=seconds_of(header, "cpu_s"),
+    return JobOrder(
+        JobKind(kind), limits_of(header.get("limits")), device, field_of(header, "pinned", bool)
     )

@@ -39,6 +39,12 @@ def write_frame(fd: int, header: dict[str, Any], payload: bytes | bytearray = b"
         _write_all(fd, payload)
 
 
+def frame_chunks(header: dict[str, Any], payload: bytes = b"") -> list[bytes]:
+    """One frame as the chunks to write, the payload not copied."""
+    head = encode_header(header)
+    return [prefix(len(head), len(payload)) + head, payload]
+
+
 def prefix(header_bytes: int, payload_bytes: int) -> bytes:
     """The fixed prefix of a frame with these lengths."""
     return _PREFIX.pack(MAGIC, header_bytes, payload_bytes)

@@ -26,12 +26,13 @@ import signal
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import NoReturn
 
 from bot.sandbox import confine, descriptors, linux, rootfs
 from bot.sandbox.api import Limits
 from bot.sandbox.cgroups import ZygoteCgroup
+from bot.sandbox.pipes import JobEnds, Pipe
 from bot.sandbox.seccomp import Filter
 
 NAMESPACES = (
@@ -44,7 +45,7 @@ NAMESPACES = (
 )
 RESULT_FD = 3
 _SETUP_FD = 4
-FEED_FD = 5  # the zygote's inputs for a speed-trial turn (bot.sandbox.turns); EOF otherwise
+FEED_FD = 5  # the job's request, then a speed trial's inputs, straight from the client
 SETUP_OK = b"\x00"
 SETUP_FAILED = b"\x01"
 _FAILED_EXIT = 70
@@ -82,46 +83,35 @@ class Jail:
 
 
 @dataclass(frozen=True)
-class Pipe:
-    read: int
-    write: int
-
-    @classmethod
-    def new(cls) -> Pipe:
-        return cls(*os.pipe())
-
-
-@dataclass(frozen=True)
 class Wiring:
-    """The pipes of one job; the zygote keeps the read ends (the write ends of ``ack`` and
-    ``feed``, the two that flow towards the job)."""
+    """The pipes of one job's life: ``setup``, ``status`` and ``handshake`` flow towards the
+    zygote, ``ack`` towards the job; ``ends`` are its data pipes, which the zygote never reads."""
 
-    result: Pipe
-    stdout: Pipe
-    stderr: Pipe
     setup: Pipe
     status: Pipe
     handshake: Pipe
     ack: Pipe
-    feed: Pipe
+    ends: JobEnds
 
     @classmethod
-    def new(cls) -> Wiring:
-        wiring = cls(*(Pipe.new() for _ in fields(cls)))
-        for pipe in (wiring.result, wiring.feed):  # tensors: fewer, larger reads and writes
-            linux.widen_pipe(pipe.write)
-        return wiring
+    def new(cls, ends: JobEnds) -> Wiring:
+        made: list[Pipe] = []
+        try:
+            for _ in range(4):
+                made.append(Pipe.new())
+        except OSError:
+            for pipe in made:
+                os.close(pipe.read)
+                os.close(pipe.write)
+            raise
+        return cls(*made, ends=ends)
 
     def child_ends(self) -> set[int]:
-        ends = {getattr(self, f.name).write for f in fields(self) if f.name not in _INWARD}
-        return ends | {self.ack.read, self.feed.read}
+        ends = {p.write for p in (self.setup, self.status, self.handshake)}
+        return ends | {self.ack.read, *self.ends.fds}
 
     def zygote_ends(self) -> set[int]:
-        ends = {getattr(self, f.name).read for f in fields(self) if f.name not in _INWARD}
-        return ends | {self.ack.write, self.feed.write}
-
-
-_INWARD = ("ack", "feed")
+        return {p.read for p in (self.setup, self.status, self.handshake)} | {self.ack.write}
 
 
 @dataclass(frozen=True)
@@ -159,10 +149,15 @@ def _map_ids(identity: confine.Identity, host_ids: tuple[int, int]) -> None:
 
 
 def launch(
-    jail: Jail, limits: Limits, device: str, body: Body, core: int | None = None
+    jail: Jail, limits: Limits, device: str, body: Body, ends: JobEnds, core: int | None = None
 ) -> Launched:
-    """Start a job; ``core`` pins it to that one CPU (seccomp keeps it there)."""
-    wiring = Wiring.new()
+    """Start a job on its data pipes ``ends`` (closed here, whatever happens); ``core`` pins
+    it to that one CPU (seccomp keeps it there)."""
+    try:
+        wiring = Wiring.new(ends)
+    except OSError:
+        ends.close()
+        raise
     zygote = os.getpid()
     started = time.monotonic()
     try:
@@ -179,7 +174,7 @@ def launch(
     for fd in wiring.child_ends():
         os.close(fd)
     for fd in wiring.zygote_ends() - {wiring.ack.write}:
-        os.set_blocking(fd, False)  # the feed too: a job that never reads cannot block us
+        os.set_blocking(fd, False)
     return Launched(keeper, wiring, started)
 
 
@@ -243,9 +238,8 @@ def _init(
             os.chdir(rootfs.SCRATCH)
         else:
             os.chdir("/")
-        keep = {0, 1, 2, wiring.feed.read}
-        keep |= {p.write for p in (wiring.result, wiring.stdout, wiring.stderr)}
-        descriptors.close_all_except(keep | {wiring.setup.write, wiring.status.write})
+        keep = {0, 1, 2, *wiring.ends.fds, wiring.setup.write, wiring.status.write}
+        descriptors.close_all_except(keep)
         job = os.fork()
         if job == 0:
             try:
@@ -273,8 +267,8 @@ def _job(
     stage = "job"
     try:
         null = os.open("/dev/null", os.O_RDWR)
-        stdio = [null, wiring.stdout.write, wiring.stderr.write]
-        descriptors.arrange([*stdio, wiring.result.write, setup_fd, wiring.feed.read])
+        ends = wiring.ends
+        descriptors.arrange([null, ends.stdout, ends.stderr, ends.result, setup_fd, ends.feed])
         setup_fd = _SETUP_FD
         if core is not None:
             os.sched_setaffinity(0, {core})

@@ -2,38 +2,61 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bot.sandbox import linux
 from bot.sandbox.api import Limits
 from bot.sandbox.jail import Body, Jail, launch
-from bot.sandbox.supervise import Observation, Supervisor
-from bot.sandbox.transcript import Transcript
+from bot.sandbox.observation import Life
+from bot.sandbox.pipes import JobEnds
+from bot.sandbox.poller import Poller
+from bot.sandbox.supervise import Supervisor
 
 
 def _supervised(
-    jail: Jail, limits: Limits, device: str, body: Body, transcript: Transcript
-) -> Observation:
-    launched = launch(jail, limits, device, body)
+    jail: Jail,
+    limits: Limits,
+    device: str,
+    body: Body,
+    ends: JobEnds,
+    core: int | None,
+    poller: Poller,
+    settled: Callable[[], bool],
+) -> tuple[Life, int | None]:
+    launched = launch(jail, limits, device, body, ends, core)
     group_kill = not jail.mode.flags & linux.CLONE_NEWPID
-    return Supervisor(launched, transcript, limits, jail.cgroup, group_kill).watch()
+    supervisor = Supervisor(launched, limits, jail.cgroup, group_kill, poller)
+    supervisor.pump_until(settled)
+    return supervisor.finish(settled())
 
 
 def run_job(
-    jail: Jail, limits: Limits, device: str, body: Body, transcript: Transcript
-) -> Observation:
-    """Run ``body`` confined and return what was observed.
+    jail: Jail,
+    limits: Limits,
+    device: str,
+    body: Body,
+    ends: JobEnds,
+    core: int | None,
+    poller: Poller,
+    settled: Callable[[], bool],
+) -> tuple[Life, int | None]:
+    """Run ``body`` confined on the data pipes ``ends`` until it ends, runs out of time or
+    ``settled()`` (its watcher has all it needs) holds, serving ``poller`` meanwhile.
 
-    Every process of the job is dead or has SIGKILL pending when this returns.
+    Every process of the job is dead or has SIGKILL pending when this returns, with the
+    job's life and the keeper still to reap (None when none is).
     """
     cgroup = jail.cgroup
     if cgroup is None:
-        return _supervised(jail, limits, device, body, transcript)
+        return _supervised(jail, limits, device, body, ends, core, poller, settled)
     try:
         cgroup.arm(limits)
     except OSError as exc:
-        return Observation(setup_error=f"cgroup: {exc}")
+        ends.close()
+        return Life(setup_error=f"cgroup: {exc}"), None
     try:
-        obs = _supervised(jail, limits, device, body, transcript)
+        life, unreaped = _supervised(jail, limits, device, body, ends, core, poller, settled)
     finally:
         oom, pids = cgroup.disarm()
-    obs.oom, obs.pids_exhausted = oom, pids
-    return obs
+    life.oom, life.pids_exhausted = oom, pids
+    return life, unreaped

@@ -1,8 +1,8 @@
 """What the job process does once it is confined: load the submission, call it, report.
 
 Everything here runs next to hostile code in the same process, so nothing it
-reports is trusted: the zygote and the client re-validate every frame, and a
-tensor leaves only as dtype, shape and raw bytes.
+reports is trusted: the client validates every frame, and a tensor leaves only
+as dtype, shape and raw bytes.
 """
 
 from __future__ import annotations
@@ -21,11 +21,23 @@ import torch
 
 from bot.sandbox import framing
 from bot.sandbox.api import DTYPE_SIZES, Call, CallResult, RawTensor, SandboxRequest
-from bot.sandbox.codec import MAX_ERROR_CHARS, MAX_NAME_CHARS, call_to_json, clip
+from bot.sandbox.codec import (
+    MAX_ERROR_CHARS,
+    MAX_NAME_CHARS,
+    JobKind,
+    call_to_json,
+    clip,
+    decode_request,
+)
+from bot.sandbox.framing import FrameReader, ProtocolError
+from bot.sandbox.jail import FEED_FD
 from bot.sandbox.tracer import OpRecorder
-from bot.sandbox.turns import TurnOutput, encode_output, feed_frames
+from bot.sandbox.turns import TurnOutput, TurnSource, decode_turn, encode_output, feed_frames
 
 MODULE_NAME = "submission"
+REQUEST_HEADER_MAX = 64 << 20
+REQUEST_PAYLOAD_MAX = 1 << 36  # the client's own inputs, whatever their size
+NO_REQUEST_EXIT = 71  # the feed ended or broke before a request: the client's fault
 DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPE_SIZES}
 NAMES: dict[torch.dtype, str] = {dtype: name for name, dtype in DTYPES.items()}
 _MEMORY_HINTS = ("can't allocate memory", "not enough memory", "out of memory")
@@ -84,31 +96,57 @@ def from_torch(value: torch.Tensor) -> tuple[RawTensor | None, str]:
         return None, f"could not read the returned tensor: {type_name(exc)}"
 
 
+def serve(kind: JobKind, device: str, threads: int, out: int) -> NoReturn:
+    """The job process's body: read what to do from the feed, then do it.
+
+    The request reaches the job only here, after it is confined, straight from the client:
+    the zygote it was forked from never held it.
+    """
+    reader = FrameReader(REQUEST_HEADER_MAX, REQUEST_PAYLOAD_MAX)
+    try:
+        frame = framing.read_frame(FEED_FD, reader)
+        if frame is None:
+            os._exit(NO_REQUEST_EXIT)
+        work = decode_request(*frame) if kind is JobKind.CALLS else decode_turn(frame[0])
+    except (ProtocolError, OSError):
+        os._exit(NO_REQUEST_EXIT)
+    runner = Runner(device, threads, out)
+    if isinstance(work, SandboxRequest):
+        runner.run(work)
+    runner.serve_feed(work, FEED_FD, reader)
+
+
 class Runner:
     """Loads one submission and runs its calls, streaming a frame per step to ``out``."""
 
-    def __init__(self, request: SandboxRequest, device: str, out: int) -> None:
-        self.request = request
+    def __init__(self, device: str, threads: int, out: int) -> None:
         self.device = device
+        self.threads = threads
         self.out = out
         self.module = types.ModuleType(MODULE_NAME)
+        self.source, self.filename, self.trace_ops = "", "", False
 
-    def run(self) -> NoReturn:
+    def run(self, request: SandboxRequest) -> NoReturn:
+        self.source, self.filename, self.trace_ops = (
+            request.source,
+            request.filename,
+            request.trace_ops,
+        )
         self._redirect_streams()
-        torch.set_num_threads(self.request.limits.threads)
+        torch.set_num_threads(self.threads)
         if not self._load():
             self._finish(0)
         self._send({"kind": "loaded"})
-        for call in self.request.calls:
+        for call in request.calls:
             result, memory = self._call(call)
             payload = result.tensor.data if result.tensor is not None else b""
             self._send(call_to_json(result) | {"kind": "call", "memory": memory}, payload)
-        self._flush()  # the zygote stops the job as soon as it reads the last frame
+        self._flush()  # the client stops the job as soon as it reads the last frame
         self._send({"kind": "done"})
         self._finish(0)
 
     def _load(self) -> bool:
-        source, filename = self.request.source, self.request.filename
+        source, filename = self.source, self.filename
         self.module.__file__ = filename
         sys.modules[MODULE_NAME] = self.module
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -138,7 +176,7 @@ class Runner:
         except Exception as exc:
             error = clip(f"could not build the inputs: {describe(exc, '')}", MAX_ERROR_CHARS)
             return CallResult(**base, status="raised", error=error), is_memory_error(exc)
-        recorder = OpRecorder() if self.request.trace_ops and call.trace else None
+        recorder = OpRecorder() if self.trace_ops and call.trace else None
         started = perf_counter()
         try:
             value = self._invoke(function, args, recorder)
@@ -146,7 +184,7 @@ class Runner:
             self._exit_like(exc)
         except BaseException as exc:
             ops = recorder.ops if recorder else ()
-            error = describe(exc, self.request.filename)
+            error = describe(exc, self.filename)
             result = CallResult(**base, status="raised", error=error, ops=ops)
             return result, is_memory_error(exc)
         duration = max(perf_counter() - started, 0.0)
@@ -173,11 +211,12 @@ class Runner:
             torch.cuda.synchronize()
         return value
 
-    def serve_feed(self, function_name: str, feed: int, reader: Any) -> NoReturn:
+    def serve_feed(self, turn: TurnSource, feed: int, reader: FrameReader) -> NoReturn:
         """A speed-trial turn (``bot.sandbox.turns``): load, then answer each inputs frame on
-        ``feed`` with one output frame, until the zygote closes the feed."""
+        ``feed`` with one output frame, until the worker closes the feed."""
+        self.source, self.filename, function_name = turn.source, turn.filename, turn.function
         self._redirect_streams()
-        torch.set_num_threads(self.request.limits.threads)
+        torch.set_num_threads(self.threads)
         if not self._load():
             self._finish(0)
         self._send({"kind": "loaded"})
@@ -196,9 +235,7 @@ class Runner:
         except SystemExit as exc:
             self._exit_like(exc)
         except BaseException as exc:
-            return TurnOutput("raised", None, describe(exc, self.request.filename)), (
-                is_memory_error(exc)
-            )
+            return TurnOutput("raised", None, describe(exc, self.filename)), (is_memory_error(exc))
         if not issubclass(type(value), torch.Tensor):
             return TurnOutput("raised", None, f"returned {type_name(value)}, not a tensor"), False
         tensor, error = from_torch(value)  # copies to host bytes: a CUDA run ends here

@@ -1,4 +1,4 @@
-"""The zygote's reading of a job's result stream, checked frame by frame.
+"""The client's reading of a job's result stream, checked frame by frame.
 
 The stream is written by the job process, which the submission controls, so
 every frame must fit the request: the right kind at the right moment, one
@@ -17,7 +17,8 @@ from bot.sandbox.framing import OversizeError, ProtocolError
 
 class Transcript:
     def __init__(self, request: SandboxRequest | None, limits: Limits) -> None:
-        """``request`` is None for the zygote's own probe job, which sends facts instead."""
+        """``request`` is None for the zygote's own probe job, which sends facts instead (the
+        one job whose stream the zygote reads itself)."""
         self.request = request
         self.remaining_output = limits.output_bytes
         self.loaded = False

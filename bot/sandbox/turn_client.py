@@ -1,27 +1,25 @@
 """Speed-trial turns, the worker's side: the clock that ranks runs here.
 
 ``Zygote.turn(spec)`` opens a turn (``bot.sandbox.turns``): a fresh confined job that has
-loaded ``spec.source``.  ``Turn.call(args)`` starts this process's clock, sends the inputs,
-waits for the result bytes and stops the clock: the job can neither see nor touch that clock,
-and the bytes it sent are final, so the time covers all the work the result needed.
+loaded ``spec.source``.  ``Turn.call(args)`` starts this process's clock, writes the inputs
+straight into the job's feed, waits for the result bytes on the job's own pipe and stops the
+clock: the job can neither see nor touch that clock, and the bytes it sent are final, so the
+time covers all the work the result needed, and no other process relays anything in between.
 Torch-free: tensors cross as ``RawTensor`` bytes and are checked by the caller.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any
 
-from bot.sandbox import framing
-from bot.sandbox.api import RawTensor
-from bot.sandbox.codec import MAX_ERROR_CHARS, field_of, text_of
-from bot.sandbox.framing import FrameReader, ProtocolError
-from bot.sandbox.turns import TurnOutput, TurnSpec, decode_output, encode_inputs, encode_turn
-
-HEADER_MAX = 1 << 20
-MARGIN_S = 30.0
+from bot.sandbox.api import RawTensor, SandboxRequest
+from bot.sandbox.channel import JobChannel
+from bot.sandbox.codec import JobKind, JobOrder
+from bot.sandbox.control import Control
+from bot.sandbox.framing import frame_chunks
+from bot.sandbox.turns import TurnOutput, TurnSpec, TurnTranscript, encode_inputs, encode_turn
+from bot.sandbox.verdict import status_of
 
 
 @dataclass(frozen=True)
@@ -37,66 +35,71 @@ class TurnOver:
 class Turn:
     """One open turn; not thread-safe (the zygote's lock is held while it is open)."""
 
-    def __init__(self, spec: TurnSpec, pipes: tuple[int, int], over: TurnOver | None = None):
-        """``pipes``: the zygote's request and reply descriptors; ``over`` for a turn that
-        could not open (every call then answers None at once)."""
-        self._out, self._in = pipes
+    def __init__(
+        self,
+        spec: TurnSpec,
+        channel: JobChannel | None = None,
+        over: TurnOver | None = None,
+    ) -> None:
+        """``channel`` for a turn that started; ``over`` for one that could not (every call
+        then answers None at once)."""
         self.spec = spec
+        self.channel = channel
+        self.transcript = TurnTranscript(spec.limits)
         self.over = over
-        self._reader = FrameReader(HEADER_MAX, spec.limits.output_bytes)
+
+    @classmethod
+    def start(cls, spec: TurnSpec, control: Control, device: str) -> Turn:
+        """Start the turn's job and wait until it has loaded its source (or failed to)."""
+        turn = cls(spec)
+        order = JobOrder(JobKind.TURN, spec.limits, device, pinned=True)
+        turn.channel = JobChannel(control, order, turn.transcript)
+        turn.channel.send(frame_chunks(encode_turn(spec)))
+        if not turn.channel.pump_until(lambda: turn.transcript.loaded):
+            turn._end()
+        return turn
 
     @property
     def loaded(self) -> bool:
         return self.over is None
 
-    def open(self) -> None:
-        framing.write_frame(self._out, encode_turn(self.spec))
-        header, _ = self._read()
-        if header.get("kind") != "loaded":
-            self._ended(header)
+    @property
+    def open(self) -> bool:
+        """The job may still run: neither ended nor failed to start."""
+        return self.channel is not None and not self.channel.closed
 
     def call(self, args: tuple[RawTensor, ...]) -> tuple[float, TurnOutput | None]:
         """Seconds from sending ``args`` to holding the result, and the result; None when
         the job stopped instead (``over`` says why)."""
-        if self.over is not None:
+        if self.over is not None or self.channel is None:
             return 0.0, None
-        header, payload = encode_inputs(args)
+        transcript = self.transcript
+        chunks = frame_chunks(*encode_inputs(args))
+        transcript.sent += 1
         started = perf_counter()
-        framing.write_frame(self._out, header, payload)
-        reply, reply_payload = self._read()
+        self.channel.send(chunks)
+        arrived = self.channel.pump_until(lambda: len(transcript.calls) == transcript.sent)
         seconds = perf_counter() - started
-        if reply.get("kind") == "output":
-            return seconds, decode_output(reply, reply_payload, self.spec.limits.output_bytes)
-        self._ended(reply)
+        if arrived:
+            return seconds, transcript.calls[-1]
+        self._end()
         return seconds, None
 
     def end(self) -> TurnOver:
         if self.over is None:
-            framing.write_frame(self._out, {"kind": "end"})
-            self._ended(self._read()[0])
+            self._end()
         assert self.over is not None
         return self.over
 
-    def _read(self) -> tuple[dict[str, Any], bytes]:
-        frame = framing.read_frame(
-            self._in, self._reader, time.monotonic() + self.spec.limits.wall_s + MARGIN_S
-        )
-        if frame is None:
-            raise EOFError("the zygote closed its output")
-        return frame
-
-    def _ended(self, header: dict[str, Any]) -> None:
-        kind = header.get("kind")
-        if kind == "error":
-            message = text_of(header, "message", MAX_ERROR_CHARS)
-            self.over = TurnOver("internal_error", f"the sandbox refused the turn: {message}")
-            return
-        if kind != "turn_over":
-            raise ProtocolError(f"unexpected {str(kind)[:40]!r} frame in a turn")
-        limit = self.spec.limits.stdout_bytes * 4
-        self.over = TurnOver(
-            field_of(header, "status", str)[:32],
-            text_of(header, "message", MAX_ERROR_CHARS),
-            text_of(header, "stdout", limit),
-            text_of(header, "stderr", limit),
-        )
+    def _end(self) -> None:
+        channel, transcript = self.channel, self.transcript
+        assert channel is not None
+        transcript.done = transcript.loaded and channel.life is None and not channel.streams.broken
+        obs = channel.finish()
+        spec = self.spec
+        request = SandboxRequest(spec.source, spec.filename, (), spec.limits, "cpu")
+        status, message = status_of(request, obs, transcript)  # type: ignore[arg-type]
+        if status not in ("ok", "load_error") and transcript.loaded:
+            message = f"{message} during timed run {len(transcript.calls) + 1}"
+        stdout, stderr = (bytes(b).decode("utf-8", "replace") for b in (obs.stdout, obs.stderr))
+        self.over = TurnOver(status, message, stdout, stderr)

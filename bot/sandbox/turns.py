@@ -1,49 +1,37 @@
-"""Speed-trial turns, the zygote's side: one fresh job per turn, fed inputs on demand.
+"""Speed-trial turns: one fresh job per turn, fed inputs on demand (the frames and their checks).
 
 A speed trial (``bot.grading.speed_trial``) alternates turns of a trusted reference and of the
-learner's function.  Each turn is a new confined job pinned to the job core: it loads its
-source, says "loaded", and only then does the worker send it inputs, one frame at a time,
-through the zygote; the job answers each with the function's result.  The worker's clock runs
+learner's function.  Each turn is a new confined job pinned to the job core: it reads its
+``turn`` frame (source, function) from its feed, loads the source and says "loaded"; only then
+does the worker send it inputs, one ``inputs`` frame at a time, straight down the feed, and
+the job answers each with one ``output`` frame on its result pipe.  The worker's clock runs
 from sending an input to holding the result bytes, so nothing the job does to its own clocks
-counts, and because the inputs do not exist anywhere before the job has loaded (not in the
-zygote's memory that the job inherits either), no import-time work can get ahead of them.
-When the worker ends the turn the job is killed with everything it started, so no thread or
-process of the learner's is alive during a reference turn, and no cache outlives a turn.
-
-Frames, worker -> zygote: ``turn`` (source, function, limits), then ``inputs`` (tensors in
-the payload) any number of times, then ``end``.  Zygote -> worker: ``loaded`` or a final
-``turn_over``; one ``output`` per ``inputs``; ``turn_over`` after ``end`` or when the job died.
+counts, and because the inputs do not exist anywhere before the job has loaded (the zygote
+never sees them), no import-time work can get ahead of them.  When the worker ends the turn
+the job is killed with everything it started, so no thread or process of the learner's is
+alive during a reference turn, and no cache outlives a turn.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from bot.sandbox import framing
-from bot.sandbox.api import Limits, RawTensor, SandboxRequest
+from bot.sandbox.api import Limits, RawTensor
 from bot.sandbox.codec import (
     MAX_ERROR_CHARS,
     MAX_NAME_CHARS,
     MAX_SOURCE_CHARS,
     field_of,
-    limits_of,
     take_tensor,
     tensor_meta,
     text_of,
 )
 from bot.sandbox.framing import FrameReader, OversizeError, ProtocolError
-from bot.sandbox.jail import Body, Jail, launch
-from bot.sandbox.supervise import Supervisor
-from bot.sandbox.verdict import status_of
 
 MAX_ARGS = 16
-FEED_HEADER_MAX = 1 << 20
-FEED_PAYLOAD_MAX = 1 << 36  # the zygote is trusted: the worker's inputs, whatever their size
-#: how long the zygote waits for the worker's next frame inside a turn
-WORKER_WAIT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -66,27 +54,31 @@ class TurnOutput:
     error: str = ""
 
 
+@dataclass(frozen=True)
+class TurnSource:
+    """What a turn's job reads first from its feed (its limits travel in the job's order)."""
+
+    source: str
+    filename: str
+    function: str
+
+
 def encode_turn(spec: TurnSpec) -> dict[str, Any]:
     return {
         "kind": "turn",
         "source": spec.source,
         "filename": spec.filename,
         "function": spec.function,
-        "limits": asdict(spec.limits),
-        "device": spec.device,
     }
 
 
-def decode_turn(header: dict[str, Any]) -> TurnSpec:
-    device = field_of(header, "device", str)
-    if device not in ("cpu", "cuda"):
-        raise ProtocolError("bad device")
-    return TurnSpec(
+def decode_turn(header: dict[str, Any]) -> TurnSource:
+    if header.get("kind") != "turn":
+        raise ProtocolError("not a turn")
+    return TurnSource(
         source=text_of(header, "source", MAX_SOURCE_CHARS),
         filename=text_of(header, "filename", MAX_NAME_CHARS),
         function=text_of(header, "function", MAX_NAME_CHARS),
-        limits=limits_of(header.get("limits")),
-        device=device,
     )
 
 
@@ -120,7 +112,7 @@ def encode_output(output: TurnOutput) -> tuple[dict[str, Any], bytes]:
 
 
 def decode_output(header: dict[str, Any], payload: bytes, max_bytes: int) -> TurnOutput:
-    """Validate one output frame, from the job (in the zygote) or the zygote (in the worker)."""
+    """Validate one output frame from the job."""
     if header.get("kind") != "output":
         raise ProtocolError("not an output frame")
     status = field_of(header, "status", str)
@@ -139,7 +131,7 @@ def decode_output(header: dict[str, Any], payload: bytes, max_bytes: int) -> Tur
 
 
 class TurnTranscript:
-    """The zygote's reading of a turn job's result stream: "loaded" (or "load_error"), then
+    """The worker's reading of a turn job's result stream: "loaded" (or "load_error"), then
     exactly one output per inputs frame sent, never ahead of it.  Shaped like
     ``Transcript`` where ``verdict.status_of`` reads it."""
 
@@ -151,7 +143,7 @@ class TurnTranscript:
         self.memory = False
         self.calls: list[TurnOutput] = []  # the outputs, in order
         self.sent = 0  # inputs frames sent to the job
-        self.done = False  # the worker ended the turn
+        self.done = False  # the worker ended the turn while the job still served it
         self.facts = None
 
     @property
@@ -172,96 +164,7 @@ class TurnTranscript:
             raise ProtocolError(f"unexpected {str(kind)[:40]!r} frame")
 
 
-def _turn_over(status: str, message: str, stdout: bytes, stderr: bytes) -> dict[str, Any]:
-    return {
-        "kind": "turn_over",
-        "status": status,
-        "message": message[:MAX_ERROR_CHARS],
-        "stdout": stdout.decode("utf-8", "replace"),
-        "stderr": stderr.decode("utf-8", "replace"),
-    }
-
-
-def serve_turn(
-    jail: Jail,
-    spec: TurnSpec,
-    core: int,
-    body: Body,
-    requests: int,
-    reader: FrameReader,
-    replies: int,
-) -> int | None:
-    """Run one turn: launch ``body`` (``runner.FeedRunner``) pinned to ``core``, relay the
-    worker's inputs and the job's outputs, end it.  Returns the keeper left to reap before
-    the next job, as ``run_job`` does."""
-    transcript = TurnTranscript(spec.limits)
-    if jail.cgroup is not None:
-        jail.cgroup.arm(spec.limits)
-    supervisor = Supervisor(
-        launch(jail, spec.limits, spec.device, body, core),
-        transcript,  # type: ignore[arg-type]  # duck-typed like Transcript
-        spec.limits,
-        jail.cgroup,
-        group_kill=not jail.mode.flags,
-    )
-    failure = ""
-    try:
-        if supervisor.pump_until(lambda: transcript.loaded):
-            framing.write_frame(replies, {"kind": "loaded"})
-            _relay(supervisor, transcript, requests, reader, replies)
-        transcript.done = transcript.loaded and not supervisor.ended
-    except (ProtocolError, TimeoutError) as exc:  # the worker's side broke the protocol
-        failure = f"the turn was abandoned: {exc}"
-    finally:
-        obs = supervisor.finish()
-        if jail.cgroup is not None:
-            obs.oom, obs.pids_exhausted = jail.cgroup.disarm()
-    if failure:
-        framing.write_frame(replies, _turn_over("internal_error", failure, b"", b""))
-        return obs.unreaped
-    request = SandboxRequest(spec.source, spec.filename, (), spec.limits, "cpu")
-    status, message = status_of(request, obs, transcript)  # type: ignore[arg-type]
-    if status not in ("ok", "load_error") and transcript.loaded:
-        message = f"{message} during timed run {len(transcript.calls) + 1}"
-    framing.write_frame(replies, _turn_over(status, message, obs.stdout, obs.stderr))
-    return obs.unreaped
-
-
-def _relay(
-    supervisor: Supervisor,
-    transcript: TurnTranscript,
-    requests: int,
-    reader: FrameReader,
-    replies: int,
-) -> None:
-    """Pass the worker's inputs to the job and each output back, until ``end``."""
-    while True:
-        frame = framing.read_frame(requests, reader, time.monotonic() + WORKER_WAIT_S)
-        if frame is None:
-            raise BrokenPipeError("the worker went away during a turn")
-        header, payload = frame
-        if header.get("kind") == "end":
-            return
-        if header.get("kind") != "inputs":
-            raise ProtocolError("expected inputs or end")
-        args = decode_inputs(header, payload)  # checked, then passed on as the bytes came
-        supervisor.send(_frame_bytes(*encode_inputs(args)))
-        transcript.sent += 1
-        if not supervisor.pump_until(lambda: len(transcript.calls) == transcript.sent):
-            return
-        framing.write_frame(replies, *encode_output(transcript.calls[-1]))
-
-
-def _frame_bytes(header: dict[str, Any], payload: bytes) -> list[bytes]:
-    head = framing.encode_header(header)
-    return [framing.prefix(len(head), len(payload)) + head, payload]
-
-
-def feed_reader() -> FrameReader:
-    return FrameReader(FEED_HEADER_MAX, FEED_PAYLOAD_MAX)
-
-
 def feed_frames(fd: int, reader: FrameReader) -> Iterator[tuple[RawTensor, ...]]:
-    """The job's side: each inputs frame from the feed, until the zygote closes it."""
+    """The job's side: each inputs frame from the feed, until the worker closes it."""
     while (frame := framing.read_frame(fd, reader)) is not None:
         yield decode_inputs(*frame)

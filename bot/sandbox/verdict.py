@@ -1,8 +1,8 @@
-"""Turn what the zygote observed about a job into a ``SandboxResult``.
+"""Turn what was observed of a job into a ``SandboxResult``.
 
-Facts the zygote measured itself (wall clock, byte caps, cgroup OOM kills,
-the exit status reported by the init) outrank anything the job said, and the
-first limit that explains the end of the job names it.
+Facts measured outside the job (the zygote's wall clock, cgroup OOM kills and
+the exit status reported by the init; the client's byte caps) outrank anything
+the job said, and the first limit that explains the end of the job names it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import signal
 
 from bot.sandbox.api import Call, CallResult, JobStatus, Limits, SandboxRequest, SandboxResult
 from bot.sandbox.codec import MAX_ERROR_CHARS, clip
-from bot.sandbox.supervise import Observation
+from bot.sandbox.observation import Observation
 from bot.sandbox.transcript import Transcript
 from bot.sandbox.units import format_bytes, format_seconds
 

@@ -1,10 +1,14 @@
-"""The zygote: imports torch once, then forks one confined job per request.
+"""The zygote: imports torch once, then forks one confined job per order.
 
-The trusted client starts it with exec and an empty environment (never by
-fork), so it holds no token, database handle or expected output that a job
-could inherit.  It speaks frames on its stdin and stdout, which it first moves
-off descriptors 0 and 1 so that a stray print cannot corrupt the protocol, and
-it exits when its stdin closes.
+The trusted client starts it with exec and an empty environment (or forks it from a CLI
+that has read no setting, ``bot.grading.local``), so it holds no token, database handle or
+expected output that a job could inherit.  It holds nothing of any job either: an order
+(``bot.sandbox.control``) brings only limits and the job's pipe ends, which the zygote hands
+to the job unread (``bot.sandbox.pipes``), so the request, the inputs and the results pass
+between the client and the job alone.  What the zygote sees of a job is its life: setup,
+exit status, wall clock, the kill.  It reads orders on a Unix socket that it first moves off
+descriptor 0 (1 joins 2, so that a stray print goes to the log), and exits when the socket
+closes.
 
 Before serving it runs a probe job through each sandbox mode in turn (full
 namespaces as root, user namespaces otherwise, the degraded "bare" mode last)
@@ -15,44 +19,47 @@ the ``ready`` frame for the isolation report.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import os
+import socket
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import torch
 
 import bot
-from bot.sandbox import cgroups, framing, hugepages, linux, probe, rootfs, seccomp
-from bot.sandbox.api import Limits, RawTensor, SandboxRequest, SandboxResult
-from bot.sandbox.codec import decode_request, encode_result
+from bot.sandbox import cgroups, hugepages, linux, pipes, probe, rootfs, runner, seccomp
+from bot.sandbox.api import Limits, RawTensor
+from bot.sandbox.codec import JobOrder, order_from_json
 from bot.sandbox.confine import Identity
+from bot.sandbox.control import Control
 from bot.sandbox.cores import job_core
-from bot.sandbox.framing import FrameReader, ProtocolError
-from bot.sandbox.jail import FEED_FD, MODES, Body, Jail, Mode, cap_last
+from bot.sandbox.framing import ProtocolError
+from bot.sandbox.jail import MODES, Body, Jail, Mode, cap_last
 from bot.sandbox.job import run_job
-from bot.sandbox.runner import Runner, describe, from_torch, to_torch
-from bot.sandbox.supervise import REAP_S, Observation, reap, reap_strays
+from bot.sandbox.observation import Life, life_to_json
+from bot.sandbox.pipes import JobEnds, JobPipes
+from bot.sandbox.poller import Poller
+from bot.sandbox.runner import describe, from_torch, to_torch
+from bot.sandbox.streams import DRAIN_S, JobStreams
+from bot.sandbox.supervise import REAP_S, reap, reap_strays
 from bot.sandbox.tracer import OpRecorder
 from bot.sandbox.transcript import Transcript
-from bot.sandbox.turns import TurnSpec, decode_turn, feed_reader, serve_turn
-from bot.sandbox.verdict import decide, skipped
 
 JOB_ID_BASE = 1_500_000_000  # job uid/gid = base + zygote pid: unique per live zygote
-REQUEST_HEADER_MAX = 64 << 20
-REQUEST_PAYLOAD_MAX = 1 << 36
+CONTROL_HEADER_MAX = 1 << 20
 PROBE_LIMITS = Limits(wall_s=30.0, cpu_s=30.0)
 ZYGOTE_OOM_SCORE = -900  # a job raises its own to 1000 (confine.JOB_OOM_SCORE)
 
 
-def _claim_stdio() -> tuple[int, int]:
-    """Keep the protocol pipes on private descriptors; 0 becomes /dev/null, 1 joins 2."""
-    requests, replies = os.dup(0), os.dup(1)
+def _claim_control() -> socket.socket:
+    """Keep the control socket on a private descriptor; 0 becomes /dev/null, 1 joins 2."""
+    control = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    return requests, replies
+    return socket.socket(fileno=control)
 
 
 def cuda_available() -> bool:
@@ -144,23 +151,53 @@ class Server:
                 cap_last=self.cap_last,
                 cgroup=self.cgroup,
             )
-            transcript = Transcript(None, PROBE_LIMITS)
-            obs = self._run(jail, PROBE_LIMITS, "cpu", body, transcript)
-            if transcript.facts is not None:
-                return jail, host_uid, transcript.facts
-            self.notes.append(f"{name}: {obs.setup_error or 'the probe job failed'}")
+            facts, life = self._probe(jail, body)
+            if facts is not None:
+                return jail, host_uid, facts
+            self.notes.append(f"{name}: {life.setup_error or 'the probe job failed'}")
         raise RuntimeError("no sandbox mode works here: " + "; ".join(self.notes))
 
+    def _probe(self, jail: Jail, body: Body) -> tuple[dict[str, Any] | None, Life]:
+        """The probe job's facts (None when it sent none) and its life.  The zygote reads
+        this one job itself: no learner code has run, and none runs in it."""
+        job_pipes = JobPipes.new()
+        transcript = Transcript(None, PROBE_LIMITS)
+        streams = JobStreams(job_pipes, transcript, PROBE_LIMITS)
+        poller = Poller()
+        streams.register(poller)
+        streams.end_feed()
+        ends = job_pipes.job_ends()
+        try:
+            life = self._run(
+                jail, PROBE_LIMITS, "cpu", body, ends, None, poller, lambda: streams.settled
+            )
+            streams.drain(0.0 if streams.settled else DRAIN_S)
+        finally:
+            streams.close()
+        return (transcript.facts if not streams.broken else None), life
+
     def _run(
-        self, jail: Jail, limits: Limits, device: str, body: Body, transcript: Transcript
-    ) -> Observation:
+        self,
+        jail: Jail,
+        limits: Limits,
+        device: str,
+        body: Body,
+        ends: JobEnds,
+        core: int | None,
+        poller: Poller,
+        settled: Callable[[], bool],
+    ) -> Life:
         """One job, after the previous one's processes are fully gone."""
-        if self.unreaped is not None:
-            reap(self.unreaped, REAP_S)
-        reap_strays()
-        obs = run_job(jail, limits, device, body, transcript)
-        self.unreaped = obs.unreaped
-        return obs
+        try:
+            if self.unreaped is not None:
+                reap(self.unreaped, REAP_S)
+            reap_strays()
+        except BaseException:
+            ends.close()
+            raise
+        self.unreaped = None
+        life, self.unreaped = run_job(jail, limits, device, body, ends, core, poller, settled)
+        return life
 
     def _cgroup_notes(self) -> dict[str, str]:
         if self.cgroup is None:
@@ -188,60 +225,65 @@ class Server:
             "probe": self.facts,
         }
 
-    def execute(self, request: SandboxRequest) -> SandboxResult:
-        device = "cuda" if request.device == "cuda" and self.cuda else "cpu"
-        transcript = Transcript(request, request.limits)
+    def execute(self, order: JobOrder, ends: JobEnds, control: Control) -> Life:
+        """Run one job on the client's pipes until it ends or the client says stop."""
+        device = "cuda" if order.device == "cuda" and self.cuda else "cpu"
+        threads = order.limits.threads
 
         def body(fd: int) -> NoReturn:
-            Runner(request, device, fd).run()
+            runner.serve(order.kind, device, threads, fd)
 
-        obs = self._run(self.jail, request.limits, device, body, transcript)
-        return decide(request, device, obs, transcript)
+        stop = StopListener(control)
+        poller = Poller()
+        poller.on_readable(control.fileno(), stop.on_readable)
+        core = self.core if order.pinned else None
+        try:
+            return self._run(self.jail, order.limits, device, body, ends, core, poller, stop)
+        finally:
+            control.close_fds()  # nothing but an order brings descriptors
 
-    def turn(self, spec: TurnSpec, requests: int, reader: FrameReader, replies: int) -> None:
-        """One speed-trial turn (``bot.sandbox.turns``), after the previous job is gone."""
-        device = "cuda" if spec.device == "cuda" and self.cuda else "cpu"
-        request = SandboxRequest(spec.source, spec.filename, (), spec.limits, device)
-
-        def body(fd: int) -> NoReturn:
-            Runner(request, device, fd).serve_feed(spec.function, FEED_FD, feed_reader())
-
-        if self.unreaped is not None:
-            reap(self.unreaped, REAP_S)
-        reap_strays()
-        spec = dataclasses.replace(spec, device=device)
-        self.unreaped = serve_turn(self.jail, spec, self.core, body, requests, reader, replies)
-
-    def serve(self, requests: int, replies: int) -> None:
-        reader = FrameReader(REQUEST_HEADER_MAX, REQUEST_PAYLOAD_MAX)
-        while (frame := framing.read_frame(requests, reader)) is not None:
-            if frame[0].get("kind") == "turn":
-                try:
-                    spec = decode_turn(frame[0])
-                except ProtocolError as exc:
-                    framing.write_frame(replies, {"kind": "error", "message": f"bad turn: {exc}"})
-                    continue
-                self.turn(spec, requests, reader, replies)
+    def serve(self, control: Control) -> None:
+        while (header := control.read()) is not None:
+            if header.get("kind") == "stop":  # for a job that had already ended
                 continue
             try:
-                request = decode_request(*frame)
+                order = order_from_json(header)
+                ends = JobEnds(*control.take_fds(pipes.COUNT))
             except ProtocolError as exc:
-                framing.write_frame(replies, {"kind": "error", "message": f"bad request: {exc}"})
+                control.close_fds()
+                control.send({"kind": "error", "message": f"bad job order: {exc}"[:2000]})
                 continue
             try:
-                result = self.execute(request)
+                life = self.execute(order, ends, control)
             except Exception as exc:
-                message = f"sandbox failure: {type(exc).__name__}: {exc}"[:2000]
-                result = SandboxResult("internal_error", message, skipped(request.calls, ""))
-            framing.write_frame(replies, *encode_result(result))
+                life = Life(setup_error=f"sandbox failure: {type(exc).__name__}: {exc}"[:2000])
+            control.send(life_to_json(life))
         if self.unreaped is not None:  # leave nothing behind for the client's cleanup
             reap(self.unreaped, REAP_S)
+
+
+class StopListener:
+    """The client's word during a job: "stop" (it has what it needs, or gave up), or its
+    end of the socket closing.  Anything else from it is a bug there; the job stops too."""
+
+    def __init__(self, control: Control) -> None:
+        self.control = control
+        self.requested = False
+
+    def __call__(self) -> bool:
+        return self.requested
+
+    def on_readable(self) -> None:
+        self.control.receive()
+        while self.control.next_frame() is not None:
+            self.requested = True
+        self.requested |= self.control.closed
 
 
 def main(argv: list[str], *, huge_pages: bool = True) -> None:
     """Serve requests until stdin closes.  ``huge_pages=False`` skips collapsing memory into
     huge pages, which takes most of a second and only pays off over many jobs."""
-    requests, replies = _claim_stdio()
+    control = Control(_claim_control(), CONTROL_HEADER_MAX)
     linux.prctl(linux.PR_SET_DUMPABLE, 0)
     torch.set_num_threads(1)  # forking after a multi-threaded op would deadlock the child
     warm_up()
@@ -250,11 +292,11 @@ def main(argv: list[str], *, huge_pages: bool = True) -> None:
     try:
         server = Server(argv)
     except Exception as exc:
-        framing.write_frame(replies, {"kind": "error", "message": str(exc)[:4000]})
+        control.send({"kind": "error", "message": str(exc)[:4000]})
         raise SystemExit(1) from exc
     gc.freeze()  # keep the garbage collector from touching (and copying) inherited pages
     try:
-        framing.write_frame(replies, server.ready())
-        server.serve(requests, replies)
-    except BrokenPipeError:  # the client went away; nothing is left to report to
+        control.send(server.ready())
+        server.serve(control)
+    except (BrokenPipeError, ConnectionResetError):  # the client went away: no one to tell
         pass

@@ -12,13 +12,16 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.api import CallResult, RawTensor, SandboxResult
+from bot.sandbox.api import CallResult, RawTensor
 from bot.sandbox.codec import (
+    JobKind,
+    JobOrder,
+    call_to_json,
     clip,
     decode_request,
-    decode_result,
     encode_request,
-    encode_result,
+    order_from_json,
+    order_to_json,
 )
 from bot.sandbox.framing import (
     MAGIC,
@@ -28,7 +31,9 @@ from bot.sandbox.framing import (
     read_frame,
     write_frame,
 )
-from tests.sandbox.support import add_call, request
+from bot.sandbox.observation import ExitRecord, Life, life_from_json, life_to_json
+from bot.sandbox.transcript import Transcript
+from tests.sandbox.support import FAST, add_call, request
 
 
 @pytest.fixture
@@ -102,32 +107,34 @@ def test_requests_round_trip() -> None:
     assert decode_request(header, payload) == original
 
 
-def _valid_result() -> tuple[Any, dict[str, Any], bytes]:
+def _calls_job() -> tuple[Any, list[tuple[dict[str, Any], bytes]]]:
+    """A request of two calls and the frames a well-behaved job sends for it."""
     job = request("", (add_call(0, "x")[0], add_call(1, "y")[0]))
     tensor = RawTensor("float32", (2,), b"\x00" * 8)
-    result = SandboxResult(
-        "ok",
-        "ok",
-        (
-            CallResult(
-                "add", "x", "ok", "torch.Tensor", tensor, ops=("torch.add",), duration_s=0.1
-            ),
-            CallResult("add", "y", "raised", error="ValueError: no"),
-        ),
-        stdout="hi",
-        wall_s=2.5,
-        cpu_s=1.75,
+    results = (
+        CallResult("add", "x", "ok", "torch.Tensor", tensor, ops=("torch.add",), duration_s=0.1),
+        CallResult("add", "y", "raised", error="ValueError: no"),
     )
-    header, payload = encode_result(result)
-    return job, header, payload
+    frames = [({"kind": "loaded"}, b"")]
+    for result in results:
+        header = call_to_json(result) | {"kind": "call", "memory": False}
+        frames.append((header, result.tensor.data if result.tensor is not None else b""))
+    return job, [*frames, ({"kind": "done"}, b"")]
 
 
-def test_results_round_trip() -> None:
-    job, header, payload = _valid_result()
-    decoded = decode_result(header, payload, job)
-    assert decoded.calls[0].tensor == RawTensor("float32", (2,), b"\x00" * 8)
-    assert (decoded.stdout, decoded.calls[1].error) == ("hi", "ValueError: no")
-    assert (decoded.wall_s, decoded.cpu_s) == (2.5, 1.75)
+def _transcribe(job: Any, frames: list[tuple[dict[str, Any], bytes]]) -> Transcript:
+    transcript = Transcript(job, job.limits)
+    for header, payload in frames:
+        transcript.accept(header, payload)
+    return transcript
+
+
+def test_results_are_read_call_by_call() -> None:
+    job, frames = _calls_job()
+    transcript = _transcribe(job, frames)
+    assert transcript.done
+    assert transcript.calls[0].tensor == RawTensor("float32", (2,), b"\x00" * 8)
+    assert (transcript.calls[0].duration_s, transcript.calls[1].error) == (0.1, "ValueError: no")
 
 
 def _set(path: tuple[Any, ...], value: Any) -> Callable[[dict[str, Any]], None]:
@@ -140,47 +147,100 @@ def _set(path: tuple[Any, ...], value: Any) -> Callable[[dict[str, Any]], None]:
     return mutate
 
 
-MUTATIONS = {
-    "status": _set(("status",), "hacked"),
-    "call-status": _set(("calls", 1, "status"), "passed"),
-    "function": _set(("calls", 0, "function"), "mul"),
-    "label": _set(("calls", 1, "label"), "z"),
-    "missing-call": lambda h: h["calls"].pop(),
-    "dtype": _set(("calls", 0, "tensor", "dtype"), "object"),
-    "bool-dim": _set(("calls", 0, "tensor", "shape"), [True, 1]),
-    "negative-dim": _set(("calls", 0, "tensor", "shape"), [-2]),
-    "shape-too-big": _set(("calls", 0, "tensor", "shape"), [3]),
-    "tensor-on-failure": _set(("calls", 1, "tensor"), {"dtype": "uint8", "shape": [0]}),
-    "duration": _set(("calls", 0, "duration_s"), -1.0),
-    "wall-negative": _set(("wall_s",), -0.5),
-    "cpu-negative": _set(("cpu_s",), -1.0),
-    "cpu-infinite": _set(("cpu_s",), float("inf")),
-    "cpu-nan": _set(("cpu_s",), float("nan")),
-    "cpu-type": _set(("cpu_s",), "1.5"),
-    "cpu-bool": _set(("cpu_s",), True),
-    "cpu-missing": lambda h: h.pop("cpu_s"),
-    "ops": _set(("calls", 0, "ops"), [1, 2]),
-    "stdout-type": _set(("stdout",), ["a"]),
-    "stdout-size": _set(("stdout",), "x" * 20_000),
-    "device": _set(("device",), "tpu"),
-    "kind": _set(("kind",), "job"),
+#: (frame index, mutation) for the frames of ``_calls_job``: 0 loaded, 1 and 2 calls, 3 done
+CALL_MUTATIONS: dict[str, tuple[int, Callable[[dict[str, Any]], None]]] = {
+    "call-status": (2, _set(("status",), "passed")),
+    "function": (1, _set(("function",), "mul")),
+    "label": (2, _set(("label",), "z")),
+    "dtype": (1, _set(("tensor", "dtype"), "object")),
+    "bool-dim": (1, _set(("tensor", "shape"), [True, 1])),
+    "negative-dim": (1, _set(("tensor", "shape"), [-2])),
+    "shape-too-big": (1, _set(("tensor", "shape"), [3])),
+    "tensor-on-failure": (2, _set(("tensor",), {"dtype": "uint8", "shape": [0]})),
+    "duration": (1, _set(("duration_s",), -1.0)),
+    "ops": (1, _set(("ops",), [1, 2])),
+    "error-type": (2, _set(("error",), ["a"])),
+    "error-size": (2, _set(("error",), "x" * 20_000)),
+    "memory-type": (1, _set(("memory",), "yes")),
+    "early-done": (1, _set(("kind",), "done")),
+    "loaded-twice": (3, _set(("kind",), "loaded")),
+    "unknown-kind": (0, _set(("kind",), "result")),
 }
 
 
-@pytest.mark.parametrize("name", sorted(MUTATIONS))
-def test_result_validation_rejects(name: str) -> None:
-    job, header, payload = _valid_result()
-    broken = copy.deepcopy(header)
-    MUTATIONS[name](broken)
+@pytest.mark.parametrize("name", sorted(CALL_MUTATIONS))
+def test_call_frame_validation_rejects(name: str) -> None:
+    job, frames = _calls_job()
+    index, mutate = CALL_MUTATIONS[name]
+    broken = copy.deepcopy(frames[index][0])
+    mutate(broken)
+    frames[index] = (broken, frames[index][1])
     with pytest.raises(ProtocolError):
-        decode_result(broken, payload, job)
+        _transcribe(job, frames)
 
 
 @pytest.mark.parametrize("payload", [b"\x00" * 7, b"\x00" * 9], ids=["short", "trailing"])
-def test_result_payload_must_match_the_tensors(payload: bytes) -> None:
-    job, header, _ = _valid_result()
+def test_call_payload_must_match_its_tensor(payload: bytes) -> None:
+    job, frames = _calls_job()
+    frames[1] = (frames[1][0], payload)
     with pytest.raises(ProtocolError):
-        decode_result(header, payload, job)
+        _transcribe(job, frames)
+
+
+def test_a_frame_after_done_is_refused() -> None:
+    job, frames = _calls_job()
+    with pytest.raises(ProtocolError, match="after the end"):
+        _transcribe(job, [*frames, ({"kind": "done"}, b"")])
+
+
+def _ended() -> dict[str, Any]:
+    life = Life(exit=ExitRecord(False, 9, 1.75), timed_out=True, wall_s=2.5)
+    return life_to_json(life)
+
+
+def test_the_zygote_report_round_trips() -> None:
+    life = life_from_json(_ended())
+    assert life == Life(exit=ExitRecord(False, 9, 1.75), timed_out=True, wall_s=2.5)
+
+
+ENDED_MUTATIONS = {
+    "kind": _set(("kind",), "result"),
+    "wall-negative": _set(("wall_s",), -0.5),
+    "cpu-negative": _set(("exit", "cpu_s"), -1.0),
+    "cpu-infinite": _set(("exit", "cpu_s"), float("inf")),
+    "cpu-nan": _set(("exit", "cpu_s"), float("nan")),
+    "cpu-type": _set(("exit", "cpu_s"), "1.5"),
+    "cpu-bool": _set(("exit", "cpu_s"), True),
+    "cpu-missing": lambda h: h["exit"].pop("cpu_s"),
+    "exit-type": _set(("exit",), [1]),
+    "signal-type": _set(("exit", "value"), 9.0),
+    "timed-out-type": _set(("timed_out",), 1),
+    "setup-size": _set(("setup_error",), "x" * 20_000),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENDED_MUTATIONS))
+def test_zygote_report_validation_rejects(name: str) -> None:
+    broken = copy.deepcopy(_ended())
+    ENDED_MUTATIONS[name](broken)
+    with pytest.raises(ProtocolError):
+        life_from_json(broken)
+
+
+def test_job_orders_round_trip_and_are_checked() -> None:
+    order = JobOrder(JobKind.TURN, FAST, "cuda", pinned=True)
+    assert order_from_json(order_to_json(order)) == order
+    for mutate in (
+        _set(("job",), "shell"),
+        _set(("device",), "tpu"),
+        _set(("pinned",), 1),
+        _set(("limits", "wall_s"), -1),
+        lambda h: h["limits"].pop("threads"),
+    ):
+        broken = copy.deepcopy(order_to_json(order))
+        mutate(broken)
+        with pytest.raises(ProtocolError):
+            order_from_json(broken)
 
 
 def test_clip_keeps_head_and_tail() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from bot.sandbox.api import CallResult, GiB, KiB, Limits, MiB
 from bot.sandbox.isolation import build_layers, format_report, minimum_ok
-from bot.sandbox.supervise import ExitRecord, Observation
+from bot.sandbox.observation import ExitRecord, Observation
 from bot.sandbox.transcript import Transcript
 from bot.sandbox.units import format_bytes, format_seconds
 from bot.sandbox.verdict import decide, status_of
