@@ -23,6 +23,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot import audit
 from bot.db.dialect import upsert
 from bot.db.models import ApiToken, Member
 from bot.progress.members import ensure_member
@@ -112,6 +113,22 @@ async def revoke(session: AsyncSession, guild_id: int, user_id: int, now: dateti
         .values(revoked_at=now)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def revoke_for_moderator(
+    session: AsyncSession, guild_id: int, user_id: int, *, actor_user_id: int, now: datetime
+) -> bool:
+    """``revoke`` on a moderator's behalf (``/admin token-revoke``), audited with it."""
+    revoked = await revoke(session, guild_id, user_id, now)
+    if revoked:
+        audit.add(
+            session,
+            guild_id=guild_id,
+            actor_user_id=actor_user_id,
+            action="token-revoke",
+            target=audit.user_target(user_id),
+        )
+    return revoked
 
 
 async def authenticate(session: AsyncSession, token: str, now: datetime) -> Caller:

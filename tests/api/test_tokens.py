@@ -15,11 +15,12 @@ from bot.api import tokens
 from bot.api.status import NotFound, NotYours, submission_status
 from bot.api.tokens import Caller, TokenRefused
 from bot.db.engine import make_sessionmaker
-from bot.db.models import ApiToken, Member
+from bot.db.models import ApiToken, AuditEntry, Member
 from tests.support import GUILD_ID, add_member, queue_submission
 
 OTHER_GUILD = 2**62 + 12345  # a snowflake-sized id
 USER = 10  # tests.support.add_member's member 1
+MODERATOR = 2**61 + 777
 BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
@@ -74,6 +75,26 @@ async def test_a_new_token_replaces_the_old_and_revoke_ends_it(
         await _auth(sessions, new)
     again = await _issue(sessions, GUILD_ID, USER)  # and /token new works after a revoke
     assert (await _auth(sessions, again)).guild_id == GUILD_ID
+
+
+async def test_a_moderators_revoke_is_audited_with_it(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    token = await _issue(sessions, GUILD_ID, USER)
+    for _ in range(2):  # the second finds nothing live: no change, no audit row
+        async with sessions() as session, session.begin():
+            await tokens.revoke_for_moderator(
+                session, GUILD_ID, USER, actor_user_id=MODERATOR, now=clock.now()
+            )
+    async with sessions() as session:
+        audited = (
+            await session.execute(
+                select(AuditEntry.actor_user_id, AuditEntry.action, AuditEntry.target)
+            )
+        ).all()
+    assert audited == [(MODERATOR, "token-revoke", f"user:{USER}")]
+    with pytest.raises(TokenRefused, match="revoked"):
+        await _auth(sessions, token)
 
 
 async def test_each_member_of_each_server_has_their_own_token(
