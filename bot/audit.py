@@ -9,6 +9,16 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.db.models import AuditEntry
 
 
+def user_target(user_id: int) -> str:
+    """The target of an action on a Discord user (``bot.progress.privacy`` rewrites it)."""
+    return f"user:{user_id}"
+
+
+def member_target(member_id: int) -> str:
+    """The target once the member deleted their data: their anonymised row, not the person."""
+    return f"member:{member_id}"
+
+
 def add(
     session: AsyncSession,
     *,

@@ -6,6 +6,10 @@ secret is 256 random bits; only the SHA-256 of the whole token is stored, and a 
 enough because there is no dictionary to try against a random secret (a slow password hash
 would only slow every request).  The server id is covered by the hash, so editing it in a
 token yields an unknown token.
+
+Anything else in the header is an attacker's to choose, so each part is capped before it is
+parsed: a server part of thousands of digits would make ``int`` refuse it (Python's limit on
+the length of an integer string) with an exception the API would answer with a 500.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot import audit
 from bot.db.dialect import upsert
 from bot.db.models import ApiToken, Member
 from bot.progress.members import ensure_member
@@ -26,6 +31,11 @@ from bot.progress.members import ensure_member
 PREFIX = "brrr"
 SECRET_BYTES = 32
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+#: a snowflake is below 2**64, which is 13 base-36 digits ("3w5e11264sgsf")
+GUILD_DIGITS = 13
+#: ``secrets.token_urlsafe(SECRET_BYTES)``: unpadded URL-safe base64, 4 characters per 3 bytes
+SECRET_CHARS = -(-SECRET_BYTES * 4 // 3)
+NOT_OURS = "this is not a brrrbot API token; get one with /token new"
 
 
 class TokenRefused(Exception):
@@ -54,8 +64,13 @@ def token_guild(token: str) -> int:
     """The server a token names; TokenRefused when it is not shaped like one of ours."""
     prefix, _, rest = token.partition("_")
     guild, _, secret = rest.partition("_")
-    if prefix != PREFIX or not guild or not secret or guild.strip(_DIGITS):
-        raise TokenRefused("this is not a brrrbot API token; get one with /token new")
+    if (
+        prefix != PREFIX
+        or not 0 < len(guild) <= GUILD_DIGITS
+        or len(secret) != SECRET_CHARS
+        or guild.strip(_DIGITS)
+    ):
+        raise TokenRefused(NOT_OURS)
     return int(guild, 36)
 
 
@@ -98,6 +113,22 @@ async def revoke(session: AsyncSession, guild_id: int, user_id: int, now: dateti
         .values(revoked_at=now)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def revoke_for_moderator(
+    session: AsyncSession, guild_id: int, user_id: int, *, actor_user_id: int, now: datetime
+) -> bool:
+    """``revoke`` on a moderator's behalf (``/admin token-revoke``), audited with it."""
+    revoked = await revoke(session, guild_id, user_id, now)
+    if revoked:
+        audit.add(
+            session,
+            guild_id=guild_id,
+            actor_user_id=actor_user_id,
+            action="token-revoke",
+            target=audit.user_target(user_id),
+        )
+    return revoked
 
 
 async def authenticate(session: AsyncSession, token: str, now: datetime) -> Caller:

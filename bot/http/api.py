@@ -39,6 +39,8 @@ MAX_TASK_CHARS = 200
 #: submission ids are 32-bit; a larger one cannot exist (and must not reach the database)
 MAX_ID = 2**31 - 1
 CHUNK = 64 * 1024
+#: "Bearer " and a token (62 characters), with room for stray whitespace; longer is not ours
+MAX_AUTHORIZATION_CHARS = 256
 
 api = web.RouteTableDef()
 
@@ -97,8 +99,11 @@ def setup(services: Services) -> Callable[[web.Application], None]:
 
 
 async def _caller(request: web.Request) -> Caller:
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    header = request.headers.get("Authorization", "")
     challenge = 'Bearer realm="brrrbot"'
+    if len(header) > MAX_AUTHORIZATION_CHARS:
+        _refuse_token(challenge, tokens.NOT_OURS)
+    scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError(
             401,
@@ -111,12 +116,13 @@ async def _caller(request: web.Request) -> Caller:
         async with services.sessions() as session, session.begin():
             return await tokens.authenticate(session, token.strip(), clock.now())
     except TokenRefused as exc:
-        raise ApiError(
-            401,
-            "invalid_token",
-            str(exc),
-            {"WWW-Authenticate": f'{challenge}, error="invalid_token"'},
-        ) from None
+        _refuse_token(challenge, str(exc))
+
+
+def _refuse_token(challenge: str, message: str) -> NoReturn:
+    raise ApiError(
+        401, "invalid_token", message, {"WWW-Authenticate": f'{challenge}, error="invalid_token"'}
+    )
 
 
 def _unprocessable(message: str) -> NoReturn:

@@ -10,11 +10,17 @@ starts only once the bot is healthy, so failing on "no worker" would keep it fro
 starting; a local pool is already restarted by the bot itself (``PoolSupervisor``); and a
 member who submits while no capable worker is around is told so at once.  An orchestrator
 restarting the bot would fix none of these.
+
+Anyone who reaches the port may ask, so a failing database is only ``unavailable`` (or
+``timeout``) in the answer: the driver's message can name hosts, users, paths or schema.  It
+goes to the log instead, at warning level, once each time the state changes, not on every probe
+of a healthcheck that asks every few seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,7 +33,11 @@ from bot import clock
 from bot.db.models import WorkerHeartbeat
 from bot.grading.heartbeat import RECENT_S
 
+log = logging.getLogger(__name__)
+
 OK = "ok"
+UNAVAILABLE = "unavailable"
+TIMEOUT = "timeout"
 DATABASE_TIMEOUT_S = 2.0
 
 
@@ -86,17 +96,29 @@ class HealthCheck:
         self.gateway = gateway
         self.reads = reads
         self.timeout_s = timeout_s
+        self._database = OK  # the state last reported, so the log has one line per change
 
     async def report(self) -> HealthReport:
         try:
             async with asyncio.timeout(self.timeout_s), self.reads() as session:
                 workers = await live_workers(session)
         except TimeoutError:
-            return HealthReport(self._discord(), f"no answer within {self.timeout_s:g} s", None)
-        except Exception as exc:  # any driver error: its first line is the diagnosis
-            reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-            return HealthReport(self._discord(), f"error: {reason}", None)
+            self._changed(TIMEOUT, f"no answer within {self.timeout_s:g} s")
+            return HealthReport(self._discord(), TIMEOUT, None)
+        except Exception as exc:  # any driver error: the log has it, the caller does not
+            self._changed(UNAVAILABLE, f"{type(exc).__name__}: {exc}")
+            return HealthReport(self._discord(), UNAVAILABLE, None)
+        self._changed(OK, "")
         return HealthReport(self._discord(), OK, workers)
+
+    def _changed(self, state: str, why: str) -> None:
+        if state == self._database:
+            return
+        self._database = state
+        if state == OK:
+            log.info("health check: the database answers again")
+        else:
+            log.warning("health check: the database is %s: %s", state, why)
 
     def _discord(self) -> str:
         if self.gateway.is_closed():

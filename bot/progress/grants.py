@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot import audit
 from bot.db.models import AuditEntry, XpEntry
 from bot.progress.ledger import REASON_CHARS, append
 from bot.progress.levels import LevelChange, level_change
@@ -75,7 +76,7 @@ async def grant(
                 guild_id=guild_id,
                 actor_user_id=actor_user_id,
                 action="xp.grant" if amount > 0 else "xp.revoke",
-                target=f"user:{member.user_id}",
+                target=audit.user_target(member.user_id),
                 details={
                     "member_id": member_id,
                     "requested": amount,

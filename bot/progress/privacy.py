@@ -10,17 +10,26 @@ Rules:
   code, verdict and grading jobs, quiz results, completions, speed results, the roles the bot
   believes it gave them and the weeks they were champion.  Quiz answers are marked when given;
   only the result (the ledger row) is kept, never the text typed.
-- A deletion removes the member's submissions (their grading jobs go with them by the foreign
-  key's cascade) and their speed results (deleted outright, not left to the cascade), takes
-  their name from the weeks they were champion of, and anonymises the member row: the
-  append-only ledger keeps its rows, pointing at a row that no longer names anyone
-  (``user_id = -id``, no display name, hidden, ``anonymised_at`` set), whose totals are
-  unlisted for good.  The user is queued for a role check so the bot takes back the roles it
-  gave; their next command starts a fresh member row at 0 XP.  An audit row records that a
-  deletion happened and how much went, not whose.  A second deletion finds nothing and does
+- A deletion leaves no key back to the person.  In one transaction it removes the member's
+  submissions (their grading jobs go with them by the foreign key's cascade), their speed
+  results (deleted outright, not left to the cascade) and their API token, takes their id from
+  the weeks they were champion of, and anonymises the member row: the append-only ledger keeps
+  its rows, pointing at a row that no longer names anyone (``user_id = -id``, no display name,
+  hidden, ``anonymised_at`` set), whose totals are unlisted for good.  Audit rows about the
+  user (``user:<id>``, or the bare id older versions wrote) are rewritten to name that row
+  (``member:<row id>``); their details hold the row id, amounts and the moderator's reason,
+  never the user id, and the moderators stay named as their actors.  The user id is then kept
+  only in the role queue and in ``role_grants``, because the bot needs it to take back the
+  roles it gave (``bot.progress.role_sync``); once that has run, it is nowhere in the
+  database.  Their next command starts a fresh member row at 0 XP.  An audit row records that
+  a deletion happened and how much went, not whose.  A second deletion finds nothing and does
   nothing.  On SQLite the engine zeroes freed space (``secure_delete``);
-  ``bot.db.engine.checkpoint_wal`` then clears the old page images from the
-  write-ahead log.
+  ``bot.db.engine.checkpoint_wal`` then clears the old page images from the write-ahead log,
+  after the deletion and again after the role sync.
+- What stays: the ledger rows (amount, source, task, time and the reason as a moderator typed
+  it), the anonymised row's totals, the moderators' audit rows and their ids as actors (a
+  member who was a moderator stays named as the actor of what they did as one), and the
+  member's records in other servers.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from sqlalchemy.orm import aliased
 from bot import audit
 from bot.db.models import (
     ApiToken,
+    AuditEntry,
     GradingJob,
     Member,
     MemberXp,
@@ -346,6 +356,22 @@ async def _uncrown(session: AsyncSession, guild_id: int, user_id: int) -> None:
     await session.execute(delete(WeeklyChampion).where(*mine))
 
 
+async def _retarget_audit(
+    session: AsyncSession, guild_id: int, user_id: int, member_id: int
+) -> None:
+    """Audit rows about the user name their anonymised row instead: the moderators' record of
+    what they did stays, without a key back to the person.  A bare id is how
+    ``/admin token-revoke`` named its target before ``user:``."""
+    await session.execute(
+        update(AuditEntry)
+        .where(
+            AuditEntry.guild_id == guild_id,
+            AuditEntry.target.in_([audit.user_target(user_id), str(user_id)]),
+        )
+        .values(target=audit.member_target(member_id))
+    )
+
+
 async def delete_member_data(
     session: AsyncSession, *, guild_id: int, user_id: int, now: datetime
 ) -> Deletion:
@@ -377,6 +403,7 @@ async def delete_member_data(
     await session.execute(
         delete(ApiToken).where(ApiToken.guild_id == guild_id, ApiToken.user_id == user_id)
     )
+    await _retarget_audit(session, guild_id, user_id, member_id)
     deletion = Deletion(
         found=True,
         submissions=removed.rowcount,  # type: ignore[attr-defined]

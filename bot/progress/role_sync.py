@@ -19,6 +19,10 @@ Rules:
   role wait without asking Discord again (refusals count towards Discord's invalid-request ban).
   A member who left the server (10007) loses their grants and their row; a role deleted in
   Discord (10011) is dropped from the configuration.  One bad member never blocks the rest.
+- A user with no member row left (``/privacy delete``) is in the database only through their
+  grants and queue row, until their roles are taken back: once a pass has settled such a user,
+  it empties SQLite's write-ahead log (``checkpoint_wal``), whose old page images still hold
+  their id.
 """
 
 from __future__ import annotations
@@ -31,10 +35,11 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from sqlalchemy import ColumnElement, delete, func, select, tuple_, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot import clock
 from bot.db.dialect import upsert
+from bot.db.engine import checkpoint_wal
 from bot.db.models import Member, MemberXp, RoleGrant, RoleSync
 from bot.progress.champions import current_champions
 from bot.progress.level_roles import RoleConfig, desired_roles, forget_role, role_config
@@ -83,6 +88,7 @@ class RoleTransport(Protocol):
 class Store(Protocol):
     """What the reconciler needs of ``bot.services.Services``."""
 
+    engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
 
 
@@ -92,6 +98,7 @@ class DrainResult:
     added: int = 0
     removed: int = 0
     failed: int = 0  # members left queued for a retry
+    forgotten: int = 0  # of the synced, users with no member row: the last of them went
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,7 @@ class _Claim:
     granted: frozenset[int]
     level: int
     config: RoleConfig
+    member: bool  # False: no member row names the user (never a member, or deleted)
 
 
 @dataclass
@@ -140,6 +148,11 @@ async def drain(
                     claim.guild_id,
                     claim.user_id,
                 )
+    if result.forgotten and await checkpoint_wal(store.engine) is False:
+        log.warning(
+            "role sync: a reader kept the WAL from being emptied; the old page images of "
+            "deleted members' roles stay there until SQLite writes over them"
+        )
     return result
 
 
@@ -191,6 +204,7 @@ async def _claim(
                 frozenset(granted.get((guild_id, user_id), ())),
                 level_for(total or 0),
                 config,
+                total is not None,
             )
         )
     return claims
@@ -258,6 +272,8 @@ async def _sync(
         except UnknownMember:
             await _forget_member(sessions, claim)
             result.synced += 1
+            if not claim.member:
+                result.forgotten += 1
             return
         except UnknownRole:
             log.warning(
@@ -286,6 +302,8 @@ async def _sync(
     result.removed += len(removed)
     if problem is None:
         result.synced += 1
+        if not claim.member and not again:
+            result.forgotten += 1
     else:
         result.failed += 1
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import sys
 from datetime import timedelta
 
 import pytest
@@ -13,11 +15,13 @@ from bot.api import tokens
 from bot.api.status import NotFound, NotYours, submission_status
 from bot.api.tokens import Caller, TokenRefused
 from bot.db.engine import make_sessionmaker
-from bot.db.models import ApiToken, Member
+from bot.db.models import ApiToken, AuditEntry, Member
 from tests.support import GUILD_ID, add_member, queue_submission
 
 OTHER_GUILD = 2**62 + 12345  # a snowflake-sized id
 USER = 10  # tests.support.add_member's member 1
+MODERATOR = 2**61 + 777
+BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 @pytest.fixture
@@ -73,6 +77,26 @@ async def test_a_new_token_replaces_the_old_and_revoke_ends_it(
     assert (await _auth(sessions, again)).guild_id == GUILD_ID
 
 
+async def test_a_moderators_revoke_is_audited_with_it(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    token = await _issue(sessions, GUILD_ID, USER)
+    for _ in range(2):  # the second finds nothing live: no change, no audit row
+        async with sessions() as session, session.begin():
+            await tokens.revoke_for_moderator(
+                session, GUILD_ID, USER, actor_user_id=MODERATOR, now=clock.now()
+            )
+    async with sessions() as session:
+        audited = (
+            await session.execute(
+                select(AuditEntry.actor_user_id, AuditEntry.action, AuditEntry.target)
+            )
+        ).all()
+    assert audited == [(MODERATOR, "token-revoke", f"user:{USER}")]
+    with pytest.raises(TokenRefused, match="revoked"):
+        await _auth(sessions, token)
+
+
 async def test_each_member_of_each_server_has_their_own_token(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
@@ -93,6 +117,31 @@ async def test_malformed_or_unknown_tokens_are_refused(
 ) -> None:
     with pytest.raises(TokenRefused):
         await _auth(sessions, token)
+
+
+@pytest.mark.parametrize(
+    ("server_digits", "secret"),
+    [(5000, "x"), (5000, "a" * 43), (14, "a" * 43), (1, "a" * 42), (1, "a" * 44)],
+)
+async def test_an_oversized_part_is_refused_before_it_is_parsed(
+    sessions: async_sessionmaker[AsyncSession], server_digits: int, secret: str
+) -> None:
+    """A snowflake is below 2**64 (13 base-36 digits) and a secret is 43 characters: anything
+    longer is not a token, however it would parse (past 4300 digits ``int`` refuses it)."""
+    server = "".join(random.choices(BASE36, k=server_digits - 1)) + "z"  # no leading zeros
+    if server_digits > sys.get_int_max_str_digits():
+        with pytest.raises(ValueError, match="digits"):
+            int(server, 36)
+    print(f"ATTACK: a token with a {server_digits}-digit server part, a {len(secret)}-char secret")
+    with pytest.raises(TokenRefused, match="not a brrrbot API token"):
+        await _auth(sessions, f"brrr_{server}_{secret}")
+
+
+def test_the_largest_snowflake_fits_a_token() -> None:
+    largest = 2**64 - 1
+    digits = "3w5e11264sgsf"  # 2**64 - 1 in base 36, written out
+    assert int(digits, 36) == largest
+    assert tokens.token_guild(f"brrr_{digits}_{'a' * 43}") == largest
 
 
 async def test_a_token_edited_to_name_another_server_is_unknown(

@@ -166,6 +166,48 @@ async def test_export_gives_two_csv_files(world: World) -> None:
     assert any(row["display_name"] == learner.username for row in board)
 
 
+#: display names a member can choose, each a formula once the export is opened in a spreadsheet
+FORMULA_NAMES = [
+    '=HYPERLINK("http://evil","x")',
+    "+1+1",
+    "-2+3",
+    "@SUM(1,1)",
+    "\t=1+1",
+    "\r=1+1",
+]
+
+
+async def test_export_makes_formula_names_inert_and_keeps_numbers(world: World) -> None:
+    members = []
+    for n, name in enumerate(FORMULA_NAMES):
+        user = world.fake.add_user(f"formula{n}")
+        world.fake.add_member(world.guild, user, nick=name)
+        members.append(user)
+    print(f"ATTACK: members named {FORMULA_NAMES!r}")
+    for user in members:
+        await (await world.slash(user, "done", task="go-brrrr/matrix-drill")).original()
+    reason = "=cmd|' /C calc'!A0"
+    await (
+        await world.slash(world.owner, "admin xp", member=members[0], amount=-5, reason=reason)
+    ).original()
+    handle = await world.slash(world.owner, "admin export")
+    reply = await handle.wait_for(lambda m: bool(m.attachments), timeout=10)
+    files = {a.filename: a.data.decode() for a in reply.attachments}
+    board = list(csv.DictReader(io.StringIO(files["leaderboard.csv"], newline="")))
+    ledger = list(csv.DictReader(io.StringIO(files["xp_ledger.csv"], newline="")))
+    names = {int(row["user_id"]): row["display_name"] for row in board}
+    print("exported names:", [names[user.id] for user in members])
+    assert [names[user.id] for user in members] == ["'" + name for name in FORMULA_NAMES]
+    assert all(int(row["xp"]) > 0 for row in board if int(row["user_id"]) in names)
+    (revoke,) = [
+        row for row in ledger if int(row["user_id"]) == members[0].id and row["source"] == "admin"
+    ]
+    print("the revoke's row:", revoke)
+    assert (revoke["amount"], int(revoke["amount"])) == ("-5", -5)  # a number, unprefixed
+    assert revoke["reason"] == "'" + reason
+    assert revoke["display_name"] == "'" + FORMULA_NAMES[0]
+
+
 async def test_post_leaderboard_has_a_chart(world: World) -> None:
     await _setup(world)
     handle = await world.slash(world.owner, "admin post-leaderboard")

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import random
 import re
 import socket
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -31,6 +34,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 SUBMISSIONS = "/api/v1/submissions"
 TOKEN = re.compile(r"brrr_[0-9a-z]+_[A-Za-z0-9_-]{43}")
 MAX_PY_BYTES = 4096
+FUZZ_HOOKS = Path(__file__).with_name("schemathesis_tokens.py")
+BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 @dataclass
@@ -141,7 +146,7 @@ async def test_brrrbot_submit_prints_the_verdict_as_grade_does(api: Api) -> None
     verdict = json.loads(result.stdout)
     assert (verdict["task"], verdict["status"]) == (BUILD_TASK, "passed")
     # a refused token: one line, exit 2
-    env["BRRRBOT_TOKEN"] = token + "x"
+    env["BRRRBOT_TOKEN"] = token[:-1] + ("x" if token[-1] != "x" else "y")  # same shape
     refused = await asyncio.to_thread(run_cli, *args[:4], cwd=workdir, env=env)
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
@@ -173,6 +178,32 @@ async def test_no_usable_token_is_401_with_a_challenge(
             assert response.status == 401
             assert response.headers["WWW-Authenticate"].startswith("Bearer")
             assert why in (await response.json())["error"]["message"]
+
+
+async def test_a_server_part_of_thousands_of_digits_is_401_json_without_a_traceback(
+    api: Api,
+) -> None:
+    """Python's ``int`` refuses a string of more than 4300 digits: such a token once answered
+    500 and logged a traceback on every request."""
+    server = "".join(random.choices(BASE36, k=5000))
+    with pytest.raises(ValueError, match="digits"):
+        int(server, 36)  # the parse the token must not reach
+    attack = f"brrr_{server}_x"
+    learner = api.world.learner()
+    token = await api.token(learner)
+    logged = len(api.world.bot.lines)
+    print("ATTACK: a bearer token with a 5000-digit base-36 server part")
+    for method, path in [("POST", SUBMISSIONS), ("GET", f"{SUBMISSIONS}/1")]:
+        status, body, headers = await api.call(method, path, attack)
+        print(f"{method} {path}: {status} {body}")
+        assert status == 401 and body["error"]["code"] == "invalid_token", body
+        assert headers["WWW-Authenticate"].startswith("Bearer")
+    # a request that logs, after the attack's: its line read means theirs were read too
+    status, queued, _ = await api.post(token, b"def matmul(:\n")
+    assert status == 202, queued
+    await api.world.bot.wait_for_output(f"submission {queued['id']} queued")
+    since = "\n".join(api.world.bot.lines[logged:])
+    assert "Traceback" not in since and "API request" not in since, since
 
 
 async def test_revoked_tokens_are_401_by_the_member_or_a_moderator(api: Api) -> None:
@@ -240,21 +271,40 @@ async def test_the_api_describes_itself(api: Api) -> None:
     assert set(post["responses"]) == {"202", "401", "413", "415", "422", "429"}
 
 
-def _schemathesis(url: str, token: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Schemathesis's CLI (it keeps its example database in ``cwd``)."""
+def _schemathesis(
+    url: str, token: str, cwd: Path, record: Path
+) -> subprocess.CompletedProcess[str]:
+    """Schemathesis's CLI (it keeps its example database in ``cwd``), with the hooks that draw
+    each request's ``Authorization`` header, the live token among its shapes."""
     checks = "not_a_server_error,status_code_conformance,response_schema_conformance"
     command = [
         *(sys.executable, "-c", "from schemathesis.cli import schemathesis; schemathesis()"),
         *("run", f"{url}/api/v1/openapi.json", "--checks", checks),
-        *("--header", f"Authorization: Bearer {token}", "--max-examples", "25"),
-        *("--seed", "15", "--request-timeout", "30"),
+        *("--max-examples", "60", "--seed", "15", "--request-timeout", "30"),
     ]
+    env = {
+        **os.environ,
+        "SCHEMATHESIS_HOOKS": str(FUZZ_HOOKS),
+        "BRRRBOT_FUZZ_TOKEN": token,
+        "BRRRBOT_FUZZ_RECORD": str(record),
+    }
     return subprocess.run(
-        command, cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
     )
 
 
 async def test_requests_generated_from_the_document_never_get_a_server_error(api: Api) -> None:
     token = await api.token(api.world.learner())
-    result = await asyncio.to_thread(_schemathesis, api.url, token, api.world.workdir)
+    record = api.world.workdir / "fuzzed-calls.jsonl"
+    print("ATTACK: schemathesis with generated Authorization headers, huge server parts among them")
+    result = await asyncio.to_thread(_schemathesis, api.url, token, api.world.workdir, record)
     assert result.returncode == 0, result.stdout[-12000:] + result.stderr[-2000:]
+    calls = [json.loads(line) for line in record.read_text().splitlines()]
+    statuses = Counter(call["status"] for call in calls)
+    print(f"{len(calls)} calls by status: {dict(sorted(statuses.items()))}")
+    assert not [status for status in statuses if status >= 500]
+    # the shapes that matter were sent: the live token, and server parts past Python's limit
+    # on the digits ``int`` parses (4300), each refused as a token
+    assert any(call["live"] and call["status"] != 401 for call in calls)
+    huge = [call for call in calls if call["server_digits"] > sys.get_int_max_str_digits()]
+    assert huge and {call["status"] for call in huge} == {401}

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.db.models import Guild, LevelRole, Member, MemberXp, RoleGrant, RoleSync
 from bot.progress import champions
@@ -72,6 +72,10 @@ class FakeDiscord:
 @dataclass
 class Store:
     sessions: async_sessionmaker[AsyncSession]
+
+    @property
+    def engine(self) -> AsyncEngine:
+        return self.sessions.kw["bind"]
 
 
 class Clock:

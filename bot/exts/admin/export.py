@@ -1,8 +1,8 @@
-"""/admin export: the leaderboard and the XP ledger as CSV files."""
+"""/admin export: the leaderboard and the XP ledger as CSV files (text cells made inert for
+spreadsheets by ``bot.presentation.spreadsheets``)."""
 
 from __future__ import annotations
 
-import csv
 import io
 
 import discord
@@ -10,23 +10,16 @@ from discord import app_commands
 
 from bot.exts.admin.base import AdminBase
 from bot.exts.common import guild_id_of
+from bot.presentation.spreadsheets import csv_bytes
 from bot.progress.export import GuildExport, guild_export
 
 
-def _csv(header: list[str], rows: list[list[object]]) -> bytes:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buffer.getvalue().encode("utf-8")
-
-
 def export_files(data: GuildExport) -> list[discord.File]:
-    board = _csv(
+    board = csv_bytes(
         ["rank", "user_id", "display_name", "xp"],
         [[e.rank, e.user_id, e.display_name, e.xp] for e in data.board],
     )
-    ledger = _csv(
+    ledger = csv_bytes(
         ["id", "created_at", "user_id", "display_name", "amount", "source", "reason", "reference"],
         [
             [

@@ -16,10 +16,12 @@ class TokenCommands(AdminBase):
     @app_commands.describe(member="whose token")
     async def token_revoke(self, interaction: discord.Interaction, member: discord.Member) -> None:
         revoked = await self.bot.services.write(
-            tokens.revoke, guild_id_of(interaction), member.id, clock.now()
+            tokens.revoke_for_moderator,
+            guild_id_of(interaction),
+            member.id,
+            actor_user_id=interaction.user.id,
+            now=clock.now(),
         )
-        if revoked:
-            await self._audit(interaction, "token-revoke", str(member.id))
         text = (
             f"{member.mention}'s API token is revoked."
             if revoked
