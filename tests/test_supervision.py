@@ -175,8 +175,29 @@ def _children(pid: int) -> set[int]:
         return set()
 
 
+def _sleepers(pid: int) -> set[int]:
+    """The pool's children that are workers already: a child between fork and exec still has
+    the pool's command line and environment."""
+    found = set()
+    for child in _children(pid):
+        try:
+            if b"time.sleep(600)" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.add(child)
+        except OSError:
+            pass
+    return found
+
+
+def _told(pid: int, variable: bytes) -> set[int]:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return set()
+    return {pid} if variable in environ else set()
+
+
 def _new_workers(pool: int, known: set[int]) -> Callable[[], set[int]]:
-    return lambda: _children(pool) - known
+    return lambda: _sleepers(pool) - known
 
 
 def _two(found: set[int]) -> set[int]:
@@ -196,10 +217,11 @@ def test_the_pool_restarts_each_worker_that_dies_with_backoff() -> None:
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO)}
     pool = subprocess.Popen([sys.executable, "-c", POOL_OF_SLEEPERS], env=env)
     try:
-        workers = _wait_for(lambda: _two(_children(pool.pid)), 120, "the pool's two workers")
+        workers = _wait_for(lambda: _two(_sleepers(pool.pid)), 120, "the pool's two workers")
+        told = f"{PARENT_PID_ENV}={pool.pid}".encode()
         for worker in workers:  # each stops with the pool (PR_SET_PDEATHSIG), none is orphaned
-            environ = Path(f"/proc/{worker}/environ").read_bytes().split(b"\0")
-            assert f"{PARENT_PID_ENV}={pool.pid}".encode() in environ
+            # a process just past exec may show an empty environment for a moment
+            _wait_for(lambda w=worker: _told(w, told), 10, f"{told!r} in {worker}'s environment")
         victim, survivor = sorted(workers)
         waits = []
         for _ in range(3):  # each further death of the same worker waits twice as long

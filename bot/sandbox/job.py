@@ -26,7 +26,11 @@ def _supervised(
     launched = launch(jail, limits, device, body, ends, core)
     group_kill = not jail.mode.flags & linux.CLONE_NEWPID
     supervisor = Supervisor(launched, limits, jail.cgroup, group_kill, poller)
-    supervisor.pump_until(settled)
+    try:
+        supervisor.pump_until(settled)
+    except BaseException:
+        supervisor.finish(False)  # the job dies with whatever broke here
+        raise
     return supervisor.finish(settled())
 
 

@@ -274,9 +274,12 @@ class StopListener:
         return self.requested
 
     def on_readable(self) -> None:
-        self.control.receive()
-        while self.control.next_frame() is not None:
-            self.requested = True
+        try:
+            self.control.receive()
+            while self.control.next_frame() is not None:
+                self.requested = True
+        except ProtocolError:
+            self.requested = True  # the next read of the socket says what broke
         self.requested |= self.control.closed
 
 

@@ -25,7 +25,6 @@ from tests.sandbox.memory_scan import scan_results, scanner_source
 from tests.sandbox.support import raw, to_tensor
 
 LIMITS = Limits(wall_s=120.0, cpu_s=120.0, memory_bytes=4 * GiB)
-VALUE = 1234.5678
 SIZE = 256
 
 
@@ -38,14 +37,16 @@ class JobA:
     printed: str
     source: str
     inputs: torch.Tensor
+    value: float  # what its function returns, everywhere
 
     @classmethod
     def new(cls) -> JobA:
         marker, tag = uuid.uuid4().hex, uuid.uuid4().hex
+        value = float(torch.tensor(1000 + 1000 * torch.rand(()).item(), dtype=torch.float32))
         printed = f"printed-{tag}"
-        body = f"def ident(x):\n    print('{printed}')\n    return torch.full_like(x, {VALUE})\n"
+        body = f"def ident(x):\n    print('{printed}')\n    return torch.full_like(x, {value!r})\n"
         source = f"import torch\nMARKER = 'job-a-{marker}'\n{body}"
-        return cls(f"job-a-{marker}", body, printed, source, torch.randn(SIZE))
+        return cls(f"job-a-{marker}", body, printed, source, torch.randn(SIZE), value)
 
     def needles(self) -> dict[str, bytes]:
         return {
@@ -53,12 +54,12 @@ class JobA:
             "body": self.body.encode(),
             "printed": self.printed.encode(),
             "input": raw(self.inputs).data[:128],
-            "result": raw(torch.full((64,), VALUE)).data,
+            "result": raw(torch.full((64,), self.value)).data,
         }
 
     def check(self, returned: torch.Tensor) -> None:
         """Job A really ran: its answer came back."""
-        assert torch.equal(returned, torch.full((SIZE,), VALUE))
+        assert torch.equal(returned, torch.full((SIZE,), self.value))
 
 
 def scanner(job_a: JobA) -> tuple[str, torch.Tensor, dict[str, bytes]]:
