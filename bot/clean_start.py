@@ -63,7 +63,7 @@ def restart_clean() -> None:
     fit in a pipe; then ``is_clean()`` stays false and the sandbox is exec'd instead.
     """
     names = {os.fsencode(name) for name in held_names()}
-    if not names:
+    if not names or not sys.executable or HELD in os.environ:  # never a second restart
         return
     held = b"".join(name + b"=" + os.environb[name] + b"\0" for name in sorted(names))
     if len(held) > PIPE_MAX:
