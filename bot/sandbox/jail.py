@@ -95,16 +95,7 @@ class Wiring:
 
     @classmethod
     def new(cls, ends: JobEnds) -> Wiring:
-        made: list[Pipe] = []
-        try:
-            for _ in range(4):
-                made.append(Pipe.new())
-        except OSError:
-            for pipe in made:
-                os.close(pipe.read)
-                os.close(pipe.write)
-            raise
-        return cls(*made, ends=ends)
+        return cls(*Pipe.several(4), ends=ends)
 
     def child_ends(self) -> set[int]:
         ends = {p.write for p in (self.setup, self.status, self.handshake)}

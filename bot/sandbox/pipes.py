@@ -24,6 +24,20 @@ class Pipe:
     def new(cls) -> Pipe:
         return cls(*os.pipe())
 
+    @classmethod
+    def several(cls, count: int) -> list[Pipe]:
+        """``count`` new pipes, or none (those made are closed) when one cannot be made."""
+        made: list[Pipe] = []
+        try:
+            for _ in range(count):
+                made.append(cls.new())
+        except OSError:
+            for pipe in made:
+                os.close(pipe.read)
+                os.close(pipe.write)
+            raise
+        return made
+
 
 @dataclass(frozen=True)
 class JobEnds:
@@ -58,16 +72,7 @@ class JobPipes:
 
     @classmethod
     def new(cls) -> JobPipes:
-        made: list[Pipe] = []
-        try:
-            for _ in range(COUNT):
-                made.append(Pipe.new())
-        except OSError:
-            for pipe in made:
-                os.close(pipe.read)
-                os.close(pipe.write)
-            raise
-        pipes = cls(*made)
+        pipes = cls(*Pipe.several(COUNT))
         for pipe in (pipes.feed, pipes.result):  # tensors: fewer, larger reads and writes
             linux.widen_pipe(pipe.write)
         return pipes
