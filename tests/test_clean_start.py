@@ -67,3 +67,22 @@ def test_a_plain_environment_is_not_restarted() -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == ["True", "False"]
+
+
+def test_a_restarted_command_never_restarts_again() -> None:
+    """Whatever the restarted process still holds, it goes on (and forks nothing: it is not
+    clean) instead of starting itself over and over."""
+    code = (
+        "from bot.clean_start import is_clean, restart_clean\n"
+        "restart_clean()\nprint('went on', is_clean())\n"
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(REPO),
+        "BRRRBOT_HELD_ENVIRONMENT": "999",
+        "MY_SECRET": "x",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert done.stdout.split() == ["went", "on", "False"]

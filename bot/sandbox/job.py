@@ -13,27 +13,6 @@ from bot.sandbox.poller import Poller
 from bot.sandbox.supervise import Supervisor
 
 
-def _supervised(
-    jail: Jail,
-    limits: Limits,
-    device: str,
-    body: Body,
-    ends: JobEnds,
-    core: int | None,
-    poller: Poller,
-    settled: Callable[[], bool],
-) -> tuple[Life, int | None]:
-    launched = launch(jail, limits, device, body, ends, core)
-    group_kill = not jail.mode.flags & linux.CLONE_NEWPID
-    supervisor = Supervisor(launched, limits, jail.cgroup, group_kill, poller)
-    try:
-        supervisor.pump_until(settled)
-    except BaseException:
-        supervisor.finish(False)  # the job dies with whatever broke here
-        raise
-    return supervisor.finish(settled())
-
-
 def run_job(
     jail: Jail,
     limits: Limits,
@@ -51,16 +30,25 @@ def run_job(
     job's life and the keeper still to reap (None when none is).
     """
     cgroup = jail.cgroup
-    if cgroup is None:
-        return _supervised(jail, limits, device, body, ends, core, poller, settled)
+    if cgroup is not None:
+        try:
+            cgroup.arm(limits)
+        except OSError as exc:
+            ends.close()
+            return Life(setup_error=f"cgroup: {exc}"), None
     try:
-        cgroup.arm(limits)
-    except OSError as exc:
-        ends.close()
-        return Life(setup_error=f"cgroup: {exc}"), None
-    try:
-        life, unreaped = _supervised(jail, limits, device, body, ends, core, poller, settled)
+        launched = launch(jail, limits, device, body, ends, core)
+        group_kill = not jail.mode.flags & linux.CLONE_NEWPID
+        supervisor = Supervisor(launched, limits, cgroup, group_kill, poller)
+        try:
+            supervisor.pump_until(settled)
+        except BaseException:
+            supervisor.finish(False)  # the job dies with whatever broke here
+            raise
+        life, unreaped = supervisor.finish(settled())
     finally:
-        oom, pids = cgroup.disarm()
-    life.oom, life.pids_exhausted = oom, pids
+        if cgroup is not None:
+            oom, pids = cgroup.disarm()
+    if cgroup is not None:
+        life.oom, life.pids_exhausted = oom, pids
     return life, unreaped

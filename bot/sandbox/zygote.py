@@ -274,12 +274,9 @@ class StopListener:
         return self.requested
 
     def on_readable(self) -> None:
-        try:
-            self.control.receive()
-            while self.control.next_frame() is not None:
-                self.requested = True
-        except ProtocolError:
-            self.requested = True  # the next read of the socket says what broke
+        self.control.receive()
+        while self.control.next_frame() is not None:
+            self.requested = True
         self.requested |= self.control.closed
 
 

@@ -8,19 +8,25 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bot.sandbox import isolation
+from bot.sandbox.channel import JobChannel
 from bot.sandbox.client import PROJECT_ROOT, Zygote
+from bot.sandbox.codec import JobKind, JobOrder, encode_request
+from bot.sandbox.framing import frame_chunks
+from bot.sandbox.transcript import Transcript
 from tests.sandbox.support import (
     ADD,
     ERRNO_NAME,
     FAST,
     assert_grades_correctly,
     assert_job_left_nothing,
+    processes_of,
     reports,
     request,
 )
@@ -160,3 +166,29 @@ with Zygote(python=sys.executable) as zygote:
         assert report["mode"] == "bare" and not report["active"]["PID namespace"]
         assert not report["active"]["worker out of the job's reach"]
         assert not report["minimum"]
+
+
+def test_a_job_dies_with_a_control_channel_that_breaks_mid_job() -> None:
+    """In the bare mode no PID namespace takes a job down with its zygote: when the zygote's
+    watch breaks mid-job (here a garbled order from its client), it kills the job first."""
+    with Zygote(modes=("bare",)) as zygote:
+        uid = zygote.job_uid
+        assert zygote._control is not None
+        control = zygote._control
+        sleeper = "import time\nprint('asleep', flush=True)\ntime.sleep(60)\n" + ADD
+        limits = dataclasses.replace(FAST, wall_s=60.0, cpu_s=60.0)
+        order = JobOrder(JobKind.CALLS, limits, "cpu", pinned=False)
+        channel = JobChannel(control, order, Transcript(request(sleeper), order.limits))
+        channel.send(frame_chunks(*encode_request(request(sleeper))))
+        channel.end_feed()
+        deadline = time.monotonic() + 30
+        while b"asleep" not in channel.streams.facts.stdout:
+            assert time.monotonic() < deadline, "the job never started"
+            channel.poller.pump(0.5)
+        assert uid is not None and processes_of(uid)  # the job is alive
+        print("ATTACK: a garbled control frame while the job sleeps", flush=True)
+        control.sock.sendall(b"EVIL" + b"\0" * 12)
+        channel.close()
+        assert zygote._process is not None
+        zygote._process.wait(30)  # the zygote gives up on its client...
+        assert_job_left_nothing(zygote)  # ...and the job is gone with it
