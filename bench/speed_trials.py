@@ -1,6 +1,6 @@
 """Speed trials of honest fast and slow solutions, five times each, per speed-ranked task.
 
-Prints, per solution, the five ratios reference/learner (each the median of 15 pairs timed by
+Prints, per solution, the five ratios reference/learner (each the median of a trial's pairs timed by
 the worker's clock), their median and how far the five spread around it, the trial's own
 within-run spread, and the host's measured roofline.  Not part of the test suite.
 

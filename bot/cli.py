@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep the sandbox warm and grade again on every save (Ctrl-C stops)",
     )
+    grade.add_argument(
+        "--no-trial",
+        action="store_true",
+        help="skip the speed trial of a speed-ranked task (the verdict says so)",
+    )
     grade.add_argument("--list", action="store_true", help="list the gradable tasks")
     grade.add_argument(
         "--seed",
@@ -501,7 +506,8 @@ def _forked_grade(args: argparse.Namespace) -> Handler:
     back."""
     from bot.grading import local
 
-    sandbox = local.launch_sandbox(huge_pages=args.watch)
+    trial = not (args.watch or args.no_trial or args.list)
+    sandbox = local.launch_sandbox(huge_pages=args.watch, partner=trial)
 
     def handler(args: argparse.Namespace, settings: Settings) -> int:
         return _cmd_grade(args, settings, sandbox)
@@ -518,7 +524,8 @@ def _cmd_grade(args: argparse.Namespace, settings: Settings, sandbox: Zygote | N
         return 0
     if args.file is None or args.task is None or sandbox is None:
         raise UserError(
-            "usage: brrrbot grade FILE --task QUEST/TASK [--seed N] [--json] [--watch] (or --list)"
+            "usage: brrrbot grade FILE --task QUEST/TASK [--seed N] [--json] [--watch] "
+            "[--no-trial] (or --list)"
         )
     code = local.grade_command(
         settings,
@@ -529,6 +536,7 @@ def _cmd_grade(args: argparse.Namespace, settings: Settings, sandbox: Zygote | N
         seed=args.seed,
         as_json=args.json,
         watch=args.watch,
+        trial=not args.no_trial,
     )
     # Done: the sandbox is closed and the verdict printed.  Tearing down an interpreter that
     # imported torch takes half a second and frees nothing the kernel would not.

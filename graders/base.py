@@ -35,6 +35,10 @@ class Check:
         return "✓" if self.passed else ("✗" if self.checked else "–")
 
 
+#: the speed-trial instrument results are measured with today (``SpeedResult.instrument``)
+SPEED_INSTRUMENT = 2
+
+
 @dataclass(frozen=True)
 class SpeedResult:
     """A speed trial: the worker's own clock timed a trusted reference and the learner's
@@ -46,8 +50,8 @@ class SpeedResult:
     """
 
     ratio: float
-    learner_s: float  # median seconds per learner run, transfers included
-    reference_s: float  # the same for the reference, in the same job
+    learner_s: float  # median seconds per timed learner call
+    reference_s: float  # the same for the reference, in the same trial
     spread: float
     pairs: int
     device: str
@@ -56,6 +60,16 @@ class SpeedResult:
     achieved_gbs: float | None = None
     peak_gbs: float | None = None
     reference_gbs: float | None = None  # what the reference reached in the same trial
+    #: which instrument measured it: results of another instrument never rank together
+    #: (1: turns over pipes, until 2026-12; 2: stopped processes, shared inputs)
+    instrument: int = 1
+    #: what the boards rank: a lower confidence bound of ``ratio`` (luck cannot raise it
+    #: much); the ratio itself for instrument 1, which had none
+    board_ratio: float | None = None
+
+    @property
+    def ranked_ratio(self) -> float:
+        return self.ratio if self.board_ratio is None else self.board_ratio
 
     def describe(self) -> str:
         """One line for the verdict: "1.8× the reference on <device>"."""

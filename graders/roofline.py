@@ -42,8 +42,7 @@ def bandwidth_check(
         return Check(
             name,
             False,
-            "the compute time was lost in the noise of the transfers, so no bandwidth could "
-            "be worked out; grade again on a quieter host",
+            "no bandwidth could be worked out from this trial; grade again",
         )
     fraction = achieved_gbs / peak_gbs
     reading = f"{achieved_gbs:.1f} GB/s of {peak_source} {peak_gbs:.1f} GB/s"
@@ -69,7 +68,7 @@ def bandwidth_check(
 def cpu_reading(achieved_gbs: float | None, peak_gbs: float, reference_gbs: float | None) -> str:
     """The roofline line a CPU verdict carries as a note: reported, not judged."""
     if achieved_gbs is None:
-        return "Roofline: the compute time was lost in the noise of the transfers this time."
+        return "Roofline: no bandwidth could be worked out this time."
     against = f"; {achieved_gbs / reference_gbs:.2f}× the eager chain's" if reference_gbs else ""
     return (
         f"Roofline: {achieved_gbs:.1f} GB/s of a measured {peak_gbs:.1f} GB/s: "

@@ -435,14 +435,21 @@ class ApiToken(CreatedAt, Base):
 class SpeedRecord(CreatedAt, Base):
     """One speed trial of a passing submission: reference/learner, timed by the worker.
 
-    The boards rank each member's best ``ratio`` per task and ``device`` (a CPU model or GPU
-    name): ratios are only comparable on the same kind of hardware.
+    The boards rank each member's best ``board_ratio`` (a lower confidence bound of the median
+    ``ratio``) per task and ``device`` (a CPU model or GPU name): ratios are only comparable on
+    the same kind of hardware, and only among rows of one ``instrument``.  Rows of an older
+    instrument than ``graders.base.SPEED_INSTRUMENT`` are retired: kept, never ranked.
     """
 
     __tablename__ = "speed_results"
     __table_args__ = (
         Index(
-            "ix_speed_results_guild_id_task_ref_device", "guild_id", "task_ref", "device", "ratio"
+            "ix_speed_results_guild_id_task_ref_instrument_device",
+            "guild_id",
+            "task_ref",
+            "instrument",
+            "device",
+            "board_ratio",
         ),
         Index(None, "member_id"),
     )
@@ -460,3 +467,5 @@ class SpeedRecord(CreatedAt, Base):
     reference_s: Mapped[float] = mapped_column(Float)
     spread: Mapped[float] = mapped_column(Float)
     pairs: Mapped[int] = mapped_column(Integer)
+    instrument: Mapped[int] = mapped_column(Integer)  # which instrument measured it
+    board_ratio: Mapped[float] = mapped_column(Float)  # what the boards rank

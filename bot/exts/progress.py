@@ -130,7 +130,8 @@ class Progress(commands.Cog):
             embed = speed_board_embed(result, title=title)
             await interaction.edit_original_response(embed=embed)
         elif task is not None and is_speed_ranked(task):
-            await interaction.edit_original_response(content=no_speed_results(title, task_ref))
+            content = no_speed_results(title, task_ref, retired=result.retired)
+            await interaction.edit_original_response(content=content)
         elif task is not None:
             raise UserFacingError(
                 f"`{truncate(task_ref, 100)}` is not speed-ranked: its verdicts time nothing, "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from contextlib import closing
 from datetime import datetime
@@ -19,6 +20,7 @@ from bot.config import Settings
 from bot.content import Content
 from bot.content.schema import BuildTask
 from bot.errors import UserError
+from bot.grading import peaks
 from bot.grading.file_watch import FileWatch
 from bot.grading.job_spec import JobSpec
 from bot.grading.service import grade_prepared
@@ -28,6 +30,12 @@ from bot.startup import load_content_or_fail
 from graders.base import Verdict
 
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2}
+
+
+def roofline_file() -> Path:
+    """Where a terminal remembers this host's measured roofline (``peaks.remembered``)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "brrrbot" / "roofline.json"
 
 
 def gradable_tasks(content: Content) -> list[tuple[str, BuildTask]]:
@@ -55,9 +63,10 @@ def grade_command(
     seed: int | None = None,
     as_json: bool = False,
     watch: bool = False,
+    trial: bool = True,
 ) -> int:
     """``brrrbot grade``: print the verdict and return its exit code (or, with ``watch``,
-    grade again on every save until Ctrl-C).
+    grade again on every save until Ctrl-C).  ``trial=False`` skips a speed trial.
 
     ``sandbox`` is on its way up (``launch_sandbox``): it warms up and probes its isolation
     while the quest content loads on the other core.
@@ -74,6 +83,10 @@ def grade_command(
         if watch:
             _watch(settings, zygote, task, path, task_ref, seed=seed, as_json=as_json)
         spec = prepare(settings, task, path, task_ref, data)
+        if not trial:
+            spec = without_trial(spec, "speed trial skipped (--no-trial)")
+        elif spec.speed is not None:
+            peaks.remembered(roofline_file())
         verdict = grade_prepared(spec, zygote, seed=seed)
     print(render(verdict, as_json=as_json))
     return EXIT_CODES[verdict.status]
@@ -106,19 +119,22 @@ def _watch(
                 except UserError as exc:
                     print(rejected(str(exc)) if as_json else f"{_clock()} {exc}", flush=True)
                 else:
-                    verdict = grade_prepared(without_trial(spec), zygote, seed=seed)
+                    verdict = grade_prepared(
+                        without_trial(spec, "speed trial skipped while watching"), zygote, seed=seed
+                    )
                     print(render(verdict, as_json=as_json, compact=True), flush=True)
             saves.wait()
 
 
-def without_trial(spec: JobSpec) -> JobSpec:
-    """A watch answers each save in a fraction of a second: the speed trial (seconds, and the
-    roofline check with it) is left to a plain ``brrrbot grade``, and the verdict says so."""
+def without_trial(spec: JobSpec, why: str) -> JobSpec:
+    """``spec`` with no speed trial (a watch answers each save in a fraction of a second, and
+    ``--no-trial`` asks for none): the trial and its roofline are left to a plain
+    ``brrrbot grade``, and the verdict says so, starting with ``why``."""
     if spec.speed is None:
         return spec
     note = (
-        f"speed trial skipped while watching: run `brrrbot grade {spec.filename} --task "
-        f"{spec.task_ref}` to time {spec.speed.function} against the reference"
+        f"{why}: run `brrrbot grade {spec.filename} --task {spec.task_ref}` to time "
+        f"{spec.speed.function} against the reference"
     )
     return dataclasses.replace(spec, speed=None, notes=(*spec.notes, note))
 
@@ -165,19 +181,20 @@ def prepare(
     return JobSpec.build(task_ref, task, prepared, path.name)
 
 
-def launch_sandbox(*, huge_pages: bool = False) -> Zygote:
+def launch_sandbox(*, huge_pages: bool = False, partner: bool = False) -> Zygote:
     """A zygote on its way up (``start`` or the first run waits for it).
 
     Call it before reading any setting or file.  The zygote is forked from this process,
     which saves its own torch import (torch is imported here first), when the environment
     holds only plain variables (``bot.clean_start`` restarted the command for that);
     otherwise it is started by exec, as a worker's is.  One grade starts fastest without
-    the huge-page collapse; a watch pays it once, then forks each job faster.
+    the huge-page collapse; a watch pays it once, then forks each job faster.  ``partner``
+    starts the speed trial's second zygote with it, the same way.
     """
     import torch  # noqa: F401 - imported before the fork, so the zygote shares it
 
     zygote = Zygote(fork=is_clean(), huge_pages=huge_pages)
-    zygote.launch()
+    zygote.launch(partner=partner)
     return zygote
 
 

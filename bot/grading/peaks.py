@@ -8,6 +8,9 @@ the result in its heartbeat, and ``brrrbot worker --check`` prints it.
 - Bandwidth: a STREAM triad ``a = b + s*c`` over float32 arrays well beyond the last-level
   cache, counted as STREAM counts it (three arrays per pass, no write-allocate), best pass.
 - Compute: a 1024×1024 float32 matmul (2n³ flops), best of a few.
+- Cache bandwidth: the same triad over arrays small enough to stay in a core's own cache
+  (``CACHE_ARRAY_BYTES``): the fastest any op can move bytes it has just been given, which is
+  what the speed trials' physics floor needs (their inputs are written just before each call).
 
 Only worker processes measure; the bot process imports this module (the heartbeat's types)
 but never torch, which is imported inside the functions that measure.
@@ -16,7 +19,9 @@ but never torch, which is imported inside the functions that measure.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
+import json
 import logging
 import math
 import mmap
@@ -43,6 +48,8 @@ MAX_ARRAY_BYTES = 64 * MIB
 FLOAT32_BYTES = 4
 TRIAD_SCALAR = 3.0
 MATMUL_N = 1024
+#: each array of the cache triad: three of them fit a 1 MiB L2 with room to spare
+CACHE_ARRAY_BYTES = 256 << 10
 #: every kernel runs at least this many timed times after its warm-up, and at most
 MIN_REPS, MAX_REPS = 3, 10
 #: more timed runs only while a kernel's timed runs have taken less than this, in seconds
@@ -58,6 +65,7 @@ class Peaks:
     cpu_model: str
     bandwidth_gbs: float  # 10⁹ bytes per second
     gflops: float  # 10⁹ float32 operations per second
+    cache_gbs: float | None = None  # the triad over cache-resident arrays
 
     def describe(self) -> str:
         return (
@@ -81,8 +89,9 @@ def measure_peaks(core: int | None = None) -> Peaks:
         with _one_thread_on(core):
             bandwidth_gbs = _triad_gbs(array_bytes)
             gflops = _matmul_gflops(MATMUL_N)
+            cache_gbs = _triad_gbs(CACHE_ARRAY_BYTES, repeat=64)
         seconds = time.perf_counter() - started
-    peaks = Peaks(cpu_model(), bandwidth_gbs, gflops)
+    peaks = Peaks(cpu_model(), bandwidth_gbs, gflops, cache_gbs)
     log.info(
         "roofline measured on core %d in %.2f s (%d MiB arrays): %s",
         core,
@@ -106,6 +115,40 @@ def current() -> Peaks:
         if not _measured:
             _measured.append(measure_peaks())
         return _measured[0]
+
+
+#: how long a terminal's remembered roofline stands before it is measured again
+REMEMBERED_FOR_S = 7 * 24 * 3600
+
+
+def remembered(path: Path) -> Peaks:
+    """``current()`` for a terminal's ``brrrbot grade``: the roofline this host measured
+    within a week (in ``path``, for this CPU model), else measured now and written there.
+    A fresh process would otherwise spend most of a second and 200 MiB measuring it again
+    for every speed-ranked grade.  A worker never uses this: it measures at start."""
+    with _lock:
+        if _measured:
+            return _measured[0]
+        found = _read_remembered(path)
+        if found is None:
+            found = measure_peaks()
+            with contextlib.suppress(OSError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(dataclasses.asdict(found)))
+        _measured.append(found)
+        return found
+
+
+def _read_remembered(path: Path) -> Peaks | None:
+    try:
+        if time.time() - path.stat().st_mtime > REMEMBERED_FOR_S:
+            return None
+        found = Peaks(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if found.cpu_model != cpu_model() or not (found.bandwidth_gbs > 0 and found.gflops > 0):
+        return None
+    return found
 
 
 def largest_cache_bytes(core: int, cpus: Path = Path("/sys/devices/system/cpu")) -> int:
@@ -165,7 +208,9 @@ def _one_thread_on(core: int) -> Iterator[None]:
         os.sched_setaffinity(0, affinity)
 
 
-def _triad_gbs(array_bytes: int) -> float:
+def _triad_gbs(array_bytes: int, repeat: int = 1) -> float:
+    """Best triad bandwidth; ``repeat`` passes per timed run, for arrays so small that one
+    pass is too short to time."""
     import torch
 
     # MAP_POPULATE first-touches every page for writing, faster than faulting them in one by
@@ -176,10 +221,13 @@ def _triad_gbs(array_bytes: int) -> float:
         torch.frombuffer(mmap.mmap(-1, array_bytes, flags=flags), dtype=torch.float32)
         for _ in range(3)
     )
-    seconds = _best_seconds(
-        lambda: torch.add(b, c, alpha=TRIAD_SCALAR, out=a), TRIAD_BUDGET_S
-    )  # the warm-up pass writes ``a`` once before the timed ones
-    return 3 * array_bytes / seconds / 1e9
+
+    def passes() -> None:
+        for _ in range(repeat):
+            torch.add(b, c, alpha=TRIAD_SCALAR, out=a)
+
+    seconds = _best_seconds(passes, TRIAD_BUDGET_S)  # the warm-up pass writes ``a`` first
+    return 3 * array_bytes * repeat / seconds / 1e9
 
 
 def _matmul_gflops(n: int) -> float:

@@ -94,9 +94,10 @@ async def _run_one(settings: Settings, *, insecure: bool) -> int:
     capabilities = _capabilities(device) if device == "cuda" else None
     # The zygote (exec-started: it inherits nothing of this process) imports torch and probes
     # its sandbox on another core while this process imports torch and the graders, so a
-    # worker is ready sooner; this process imports torch only after the launch.
+    # worker is ready sooner; this process imports torch only after the launch.  Its partner
+    # (the speed trials' reference side) starts alongside, so no trial waits for it.
     zygote = Zygote()
-    zygote.launch()
+    zygote.launch(partner=True)
     with closing(zygote):  # stopped however the start fails
         if capabilities is None:
             capabilities = _capabilities(device)

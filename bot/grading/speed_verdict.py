@@ -1,8 +1,11 @@
 """After a passing verdict: run the speed trial and fold what it found into the verdict.
 
 A speed result never changes XP: it rides on the verdict (``Verdict.speed``) for the boards.
-Only a task whose reference has a roofline (``moved_bytes``: roofline/fused-gelu) gets a
-check out of it, achieved GB/s against this host's peak, because there speed is the lesson.
+Every speed reference declares the bytes its op must move, so every result carries achieved
+GB/s against this host's peak as a note; only a task whose lesson is bandwidth
+(``JUDGED_BANDWIDTH``: roofline/fused-gelu) gets a check out of it, and only on a GPU.  The
+trial's physics floor uses this host's roof: the cache-resident bandwidth and the matmul
+FLOP/s it measured on a CPU, the datasheet's bandwidth on a GPU.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import dataclasses
 import graders.speed
 from bot.grading import peaks
 from bot.grading.job_spec import JobSpec
-from bot.grading.speed_trial import TrialOutcome, TurnRunner, run_trial
+from bot.grading.speed_trial import Roof, TrialOutcome, TurnRunner, run_trial
 from graders.base import Check, Verdict
 from graders.fused_pointwise import device_name as gpu_name
 from graders.fused_pointwise import peak_for
@@ -23,7 +26,10 @@ def add_speed(spec: JobSpec, verdict: Verdict, sandbox: TurnRunner, device: str)
     """``verdict`` with the trial's result, or with a note saying why there is none."""
     if spec.speed is None or verdict.status != "passed":
         return verdict
-    outcome = run_trial(spec.speed, spec.source, spec.filename, sandbox, spec.limits, device)
+    peak = _peak(device)
+    outcome = run_trial(
+        spec.speed, spec.source, spec.filename, sandbox, spec.limits, device, roof=_roof(device)
+    )
     if outcome.result is None and outcome.our_fault:
         return Verdict.internal_error(
             verdict.task, f"the speed trial could not run on our side: {outcome.reason}"
@@ -34,15 +40,23 @@ def add_speed(spec: JobSpec, verdict: Verdict, sandbox: TurnRunner, device: str)
         if result is not None
         else f"Speed not ranked: {outcome.reason}."
     ]
-    if hasattr(graders.speed.load(spec.speed.reference), "moved_bytes"):
-        peak = _peak(device)
-        if result is not None and peak is not None:
-            result = dataclasses.replace(result, peak_gbs=peak[0])
-        if device == "cuda":
-            checks = (*checks, _bandwidth(spec.speed.function, outcome, peak, device))
-        elif result is not None and peak is not None:
-            notes.append(cpu_reading(result.achieved_gbs, peak[0], result.reference_gbs))
+    judged = getattr(graders.speed.load(spec.speed.reference), "JUDGED_BANDWIDTH", False)
+    if result is not None and peak is not None:
+        result = dataclasses.replace(result, peak_gbs=peak[0])
+    if device == "cuda" and judged:
+        checks = (*checks, _bandwidth(spec.speed.function, outcome, peak, device))
+    elif result is not None and peak is not None:
+        notes.append(cpu_reading(result.achieved_gbs, peak[0], result.reference_gbs))
     return _rescored(dataclasses.replace(verdict, checks=checks, speed=result), notes)
+
+
+def _roof(device: str) -> Roof:
+    """What no honest call can beat here (``speed_trial.Roof``)."""
+    if device == "cuda":
+        found = peak_for(gpu_name())
+        return Roof(None if found is None else found[1] / 1e9, None)
+    measured = peaks.current()
+    return Roof(measured.cache_gbs or measured.bandwidth_gbs, measured.gflops)
 
 
 def _peak(device: str) -> tuple[float, str] | None:

@@ -1,10 +1,12 @@
 """The speed board embed (``/leaderboard board:speed``) and the weekly post's fastest line.
 
-One field per device class, each ranked: place, member, ratio to the reference, and the date of
-that best run as a Discord timestamp (shown in the reader's own locale).  Mentions in an embed
-ping nobody.  A board never exceeds Discord's limits: a field holds whole lines up to 1024
-characters, at most 25 fields are shown, and device classes that would take the embed past 6000
-characters are left out and counted in the footer.
+One field per device class, each ranked: place, member, ratio to the reference (the figure that
+ranks: a lower confidence bound of the trial's median), and the date of that best run as a
+Discord timestamp (shown in the reader's own locale).  When listed members have only results of
+the previous instrument, which no longer rank, one line of the description says so.  Mentions
+in an embed ping nobody.  A board never exceeds Discord's limits: a field holds whole lines up
+to 1024 characters, at most 25 fields are shown, and device classes that would take the embed
+past 6000 characters are left out and counted in the footer.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ PICK_A_TASK = (
     "speed-ranked tasks as you type."
 )
 EXPLAINED = (
-    "Each member's best run: the reference's time over theirs (2.0× is twice as fast as the "
-    "reference). Times compare only on the same hardware, so each device class is ranked apart."
+    "Each member's best run, by a cautious figure: a 95% lower bound of the median ratio their "
+    "verdict shows (the reference's time over theirs: 2.0× is twice as fast), which a lucky run "
+    "barely raises. Times compare only on the same hardware, so each device class is ranked apart."
 )
 
 
@@ -46,18 +49,37 @@ def task_label(title: str | None, task_ref: str) -> str:
     return truncate(safe_name(title) if title else task_ref, TITLE_CHARS)
 
 
-def no_speed_results(title: str | None, task_ref: str) -> str:
+def no_speed_results(title: str | None, task_ref: str, *, retired: int = 0) -> str:
+    """Why a speed-ranked task has no board: nobody passed it, or (``retired``) those who did
+    have only results of the previous instrument."""
+    if not retired:
+        return (
+            f"Nobody has a speed result for **{task_label(title, task_ref)}** yet: pass it with "
+            f"`/submit task:{task_ref}` to get one."
+        )
     return (
-        f"Nobody has a speed result for **{task_label(title, task_ref)}** yet: pass it with "
-        f"`/submit task:{task_ref}` to get one."
+        f"Nobody has a ranked speed result for **{task_label(title, task_ref)}** yet: pass it "
+        f"with `/submit task:{task_ref}` to get one.\n{retired_note(retired)}"
+    )
+
+
+def retired_note(members: int) -> str:
+    """The line for members whose results were all measured by the previous instrument."""
+    whose = f"{members:,} member's" if members == 1 else f"{members:,} members'"
+    return (
+        f"{whose} older results were measured by the previous instrument and no longer rank: "
+        "resubmit to rank."
     )
 
 
 def speed_board_embed(board: SpeedBoard, *, title: str | None) -> Embed:
     """The board of one task: one ranked field per device class (see the module's rules)."""
+    description = f"`{board.task_ref}` · {EXPLAINED}"
+    if board.retired:
+        description += f"\n{retired_note(board.retired)}"
     embed = Embed(
         title=truncate(f"⚡ Speed board · {task_label(title, board.task_ref)}", TITLE),
-        description=truncate(f"`{board.task_ref}` · {EXPLAINED}", DESCRIPTION),
+        description=truncate(description, DESCRIPTION),
         colour=style.BOARD,
     )
     room = EMBED_TOTAL - len(embed.title or "") - len(embed.description or "") - FOOTER_ROOM
@@ -93,13 +115,13 @@ def device_field(device: DeviceBoard) -> tuple[str, str]:
 def entry_line(entry: SpeedEntry) -> str:
     place = MEDALS.get(entry.rank, f"`#{entry.rank}`")
     when = int(entry.achieved_at.timestamp())
-    return f"{place} <@{entry.user_id}> · **{format_ratio(entry.ratio)}×** · <t:{when}:d>"
+    return f"{place} <@{entry.user_id}> · **{format_ratio(entry.board_ratio)}×** · <t:{when}:d>"
 
 
 def fastest_line(fastest: FastestOfWeek, *, title: str | None) -> str:
     """The weekly post's line on the week's fastest result; the mention pings nobody."""
     return (
         f"⚡ Fastest of the week: **{task_label(title, fastest.task_ref)}** — "
-        f"<@{fastest.user_id}>, {format_ratio(fastest.ratio)}× the reference on "
+        f"<@{fastest.user_id}>, {format_ratio(fastest.board_ratio)}× the reference on "
         f"{safe_name(fastest.device)}"
     )

@@ -7,18 +7,24 @@ Rules:
   settling again, or a second process settling the same verdict, leaves that one row; a
   regrade that passes with a new trial replaces it (any other regrade leaves it).  A speed
   result never pays XP: it only ranks.
-- Ratios (reference time / learner time: 2.0 is twice as fast as the reference) compare only on
-  the same kind of hardware, so a board has one ranking per device class (a GPU name or a CPU
-  model).  Within a device class a member counts once, with their best ratio; on equal ratios
-  the earlier run is their best.  Order: higher ratio first; on equal ratios, whoever got there
-  first; then the lower member id, so ranks are distinct positions.  Device classes come with
-  the most members first, then by name.
+- What ranks is a row's ``board_ratio`` (``SpeedResult.ranked_ratio``): a lower confidence bound
+  of the trial's median ratio (reference time / learner time: 2.0 is twice as fast as the
+  reference), so a lucky run ranks little higher than an ordinary one.  "Ratio" below means it.
+- Only results of today's instrument (``graders.base.SPEED_INSTRUMENT``) rank.  Rows of an older
+  instrument are retired: they stay (history, and the member's export lists them) but are on no
+  board and never the fastest of the week; a board counts the listed members who have only
+  retired results on its task (``SpeedBoard.retired``), so it can tell them to resubmit.
+- Ratios compare only on the same kind of hardware, so a board has one ranking per device class
+  (a GPU name or a CPU model).  Within a device class a member counts once, with their best
+  ratio; on equal ratios the earlier run is their best.  Order: higher ratio first; on equal
+  ratios, whoever got there first; then the lower member id, so ranks are distinct positions.
+  Device classes come with the most members first, then by name.
 - A member hidden from the boards (``/privacy hide``, or anonymised) is on no speed board and
   in no "fastest of the week": the ranks close up around them.
 - Fastest of the week: among the results recorded in the week (``[start, end)`` of a
-  ``bot.progress.periods`` week), the task with the most of them (ties: the lower task ref),
-  and its best result of that week.  Only speed-ranked tasks ever get results, so every task
-  with results counts.
+  ``bot.progress.periods`` week) by today's instrument, the task with the most of them (ties:
+  the lower task ref), and its best result of that week.  Only speed-ranked tasks ever get
+  results, so every task with results counts.
 - Whether a task is speed-ranked is asked of ``is_speed_ranked`` alone.
 """
 
@@ -31,11 +37,12 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Row, false, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from bot.db.dialect import upsert
 from bot.db.models import Member, SpeedRecord
 from bot.progress.periods import Period
-from graders.base import SpeedResult
+from graders.base import SPEED_INSTRUMENT, SpeedResult
 
 #: entries shown per device class
 PER_DEVICE = 10
@@ -52,7 +59,8 @@ class SpeedEntry:
     member_id: int
     user_id: int
     display_name: str
-    ratio: float  # reference / learner: above 1 is faster than the reference
+    board_ratio: float  # what ranks: a lower bound of ``ratio``
+    ratio: float  # the trial's median reference / learner: above 1 is faster than the reference
     learner_s: float
     reference_s: float
     achieved_at: datetime  # when this best run was recorded
@@ -70,9 +78,11 @@ class SpeedBoard:
     guild_id: int
     task_ref: str
     devices: tuple[DeviceBoard, ...]
+    retired: int = 0  # listed members whose results on the task are all retired (see the rules)
 
     @property
     def empty(self) -> bool:
+        """Nobody ranks (``retired`` may still count members)."""
         return not self.devices
 
 
@@ -84,6 +94,7 @@ class FastestOfWeek:
     member_id: int
     user_id: int
     display_name: str
+    board_ratio: float  # what ranked
     ratio: float
     device: str
     achieved_at: datetime
@@ -103,7 +114,9 @@ async def record_speed(
     changes nothing, and a regrade's trial replaces the one before it."""
     values = {
         "device": speed.device,
+        "instrument": speed.instrument,
         "ratio": speed.ratio,
+        "board_ratio": speed.ranked_ratio,
         "learner_s": speed.learner_s,
         "reference_s": speed.reference_s,
         "spread": speed.spread,
@@ -127,15 +140,21 @@ def _listed() -> tuple[ColumnElement[bool], ...]:
     return (Member.hidden == false(), Member.anonymised_at.is_(None))
 
 
+def _ranks() -> ColumnElement[bool]:
+    """The row was measured by today's instrument (any other is retired: see the rules)."""
+    return SpeedRecord.instrument == SPEED_INSTRUMENT
+
+
 async def speed_board(
     session: AsyncSession, *, guild_id: int, task_ref: str, per_device: int = PER_DEVICE
 ) -> SpeedBoard:
     """The board of one task: per device class, the first ``per_device`` listed members by
-    their best ratio (see the rules)."""
+    their best ratio, and how many have only retired results (see the rules)."""
     best = (
         select(
             SpeedRecord.member_id,
             SpeedRecord.device,
+            SpeedRecord.board_ratio,
             SpeedRecord.ratio,
             SpeedRecord.learner_s,
             SpeedRecord.reference_s,
@@ -143,18 +162,28 @@ async def speed_board(
             func.row_number()
             .over(
                 partition_by=(SpeedRecord.member_id, SpeedRecord.device),
-                order_by=(SpeedRecord.ratio.desc(), SpeedRecord.created_at, SpeedRecord.id),
+                order_by=(
+                    SpeedRecord.board_ratio.desc(),
+                    SpeedRecord.created_at,
+                    SpeedRecord.id,
+                ),
             )
             .label("nth"),
         )
         .join(Member, Member.id == SpeedRecord.member_id)
-        .where(SpeedRecord.guild_id == guild_id, SpeedRecord.task_ref == task_ref, *_listed())
+        .where(
+            SpeedRecord.guild_id == guild_id,
+            SpeedRecord.task_ref == task_ref,
+            _ranks(),
+            *_listed(),
+        )
         .subquery()
     )
     ranked = (
         select(
             best.c.member_id,
             best.c.device,
+            best.c.board_ratio,
             best.c.ratio,
             best.c.learner_s,
             best.c.reference_s,
@@ -162,7 +191,7 @@ async def speed_board(
             func.row_number()
             .over(
                 partition_by=best.c.device,
-                order_by=(best.c.ratio.desc(), best.c.achieved_at, best.c.member_id),
+                order_by=(best.c.board_ratio.desc(), best.c.achieved_at, best.c.member_id),
             )
             .label("rank"),
             func.count().over(partition_by=best.c.device).label("ranked"),
@@ -178,6 +207,7 @@ async def speed_board(
             ranked.c.member_id,
             Member.user_id,
             Member.display_name,
+            ranked.c.board_ratio,
             ranked.c.ratio,
             ranked.c.learner_s,
             ranked.c.reference_s,
@@ -187,7 +217,30 @@ async def speed_board(
         .where(ranked.c.rank <= per_device)
         .order_by(ranked.c.device, ranked.c.rank)
     )
-    return SpeedBoard(guild_id, task_ref, _by_device((await session.execute(query)).all()))
+    devices = _by_device((await session.execute(query)).all())
+    return SpeedBoard(guild_id, task_ref, devices, await _only_retired(session, guild_id, task_ref))
+
+
+async def _only_retired(session: AsyncSession, guild_id: int, task_ref: str) -> int:
+    """Listed members with results on the task, none of them of today's instrument."""
+    ranking = aliased(SpeedRecord)
+    ranks = select(ranking.id).where(
+        ranking.member_id == SpeedRecord.member_id,
+        ranking.guild_id == guild_id,
+        ranking.task_ref == task_ref,
+        ranking.instrument == SPEED_INSTRUMENT,
+    )
+    query = (
+        select(func.count(SpeedRecord.member_id.distinct()))
+        .join(Member, Member.id == SpeedRecord.member_id)
+        .where(
+            SpeedRecord.guild_id == guild_id,
+            SpeedRecord.task_ref == task_ref,
+            ~ranks.exists(),
+            *_listed(),
+        )
+    )
+    return await session.scalar(query) or 0
 
 
 def _by_device(rows: Sequence[Row[Any]]) -> tuple[DeviceBoard, ...]:
@@ -201,12 +254,13 @@ def _by_device(rows: Sequence[Row[Any]]) -> tuple[DeviceBoard, ...]:
 
 
 async def speed_task_refs(session: AsyncSession, guild_id: int) -> tuple[str, ...]:
-    """The tasks that have a speed result of a listed member in the server, in ref order."""
+    """The tasks that have a ranked speed result of a listed member in the server, in ref
+    order."""
     query = (
         select(SpeedRecord.task_ref)
         .distinct()
         .join(Member, Member.id == SpeedRecord.member_id)
-        .where(SpeedRecord.guild_id == guild_id, *_listed())
+        .where(SpeedRecord.guild_id == guild_id, _ranks(), *_listed())
         .order_by(SpeedRecord.task_ref)
     )
     return tuple(await session.scalars(query))
@@ -215,13 +269,15 @@ async def speed_task_refs(session: AsyncSession, guild_id: int) -> tuple[str, ..
 async def fastest_of_week(
     session: AsyncSession, *, guild_id: int, week: Period
 ) -> FastestOfWeek | None:
-    """The week's most tried speed task and its best result that week; None without any."""
+    """The week's most tried speed task and its best result that week, among results of today's
+    instrument; None without any."""
     if week.kind != "week":
         raise ValueError(f"the fastest of the week needs a week, not a {week.kind}")
     in_week = (
         SpeedRecord.guild_id == guild_id,
         SpeedRecord.created_at >= week.start,
         SpeedRecord.created_at < week.end,
+        _ranks(),
         *_listed(),
     )
     results = func.count().label("results")
@@ -244,13 +300,14 @@ async def fastest_of_week(
                 SpeedRecord.member_id,
                 Member.user_id,
                 Member.display_name,
+                SpeedRecord.board_ratio,
                 SpeedRecord.ratio,
                 SpeedRecord.device,
                 SpeedRecord.created_at,
             )
             .join(Member, Member.id == SpeedRecord.member_id)
             .where(*in_week, SpeedRecord.task_ref == task_ref)
-            .order_by(SpeedRecord.ratio.desc(), SpeedRecord.created_at, SpeedRecord.id)
+            .order_by(SpeedRecord.board_ratio.desc(), SpeedRecord.created_at, SpeedRecord.id)
             .limit(1)
         )
     ).first()
@@ -269,6 +326,8 @@ class ExportedSpeedResult:
     reference_s: float
     spread: float
     pairs: int
+    instrument: int  # which instrument measured it (an older one's results no longer rank)
+    board_ratio: float  # what the boards rank
     recorded_at: datetime
 
 
@@ -286,6 +345,8 @@ async def member_speed_results(
             SpeedRecord.reference_s,
             SpeedRecord.spread,
             SpeedRecord.pairs,
+            SpeedRecord.instrument,
+            SpeedRecord.board_ratio,
             SpeedRecord.created_at,
         )
         .where(SpeedRecord.member_id == member_id)

@@ -70,6 +70,15 @@ class JobChannel:
             self._pump()
         return True
 
+    def spin_until(self, done: Callable[[], bool], deadline: float) -> bool:
+        """``pump_until`` without ever sleeping, until ``deadline`` (``perf_counter``): for a
+        timed window, where the time to wake this process would be timed too."""
+        while not done():
+            if self.life is not None or self.streams.broken or time.perf_counter() > deadline:
+                return done()
+            self.poller.pump(0)
+        return True
+
     def finish(self) -> Observation:
         """Serve the job until its transcript is finished or it ended or broke a rule, stop
         it, wait for the zygote's report and read what is left."""

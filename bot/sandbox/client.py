@@ -89,6 +89,7 @@ class Zygote:
         self._process: subprocess.Popen[bytes] | ForkedZygote | None = None
         self._control: Control | None = None
         self._ready: dict[str, Any] = {}
+        self._partner: Zygote | None = None
 
     def __enter__(self) -> Zygote:
         self.start()
@@ -129,12 +130,38 @@ class Zygote:
             if not self._ready:
                 self._await_ready()
 
-    def launch(self) -> None:
+    def launch(self, *, partner: bool = False) -> None:
         """Start the zygote and return at once: it warms up and probes its sandbox while
-        the caller does something else (``start``, or any run, then waits for it)."""
+        the caller does something else (``start``, or any run, then waits for it).
+        ``partner`` starts the speed trials' second zygote too, the same way (forked as
+        well while forking is still allowed)."""
         with self._lock:
+            forking = self.fork
             self._kill()
             self._spawn()
+            if partner and self._partner is None:
+                self._partner = self._sibling(fork=forking)
+                self._partner.launch()
+
+    def partner(self) -> Zygote:
+        """A second zygote like this one, for the reference's side of a speed trial: its
+        jobs run on the same core under the same isolation, and holding one job of each
+        lets the trial alternate the two without starting a process per call.  Started by
+        exec on first use unless ``launch(partner=True)`` started it."""
+        with self._lock:
+            if self._partner is None:
+                self._partner = self._sibling(fork=False)
+                self._partner.launch()
+            return self._partner
+
+    def _sibling(self, *, fork: bool) -> Zygote:
+        return Zygote(
+            python=self.python,
+            modes=self.modes,
+            start_timeout_s=self.start_timeout_s,
+            fork=fork,
+            huge_pages=self.huge_pages,
+        )
 
     def _spawn(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -249,15 +276,17 @@ class Zygote:
                 os.rmdir(path)
 
     @contextlib.contextmanager
-    def turn(self, spec: TurnSpec) -> Iterator[Turn]:
-        """Open a speed-trial turn (``bot.sandbox.turn_client``) and end it on exit.  A
-        sandbox that breaks during the turn is killed and the turn reports why, and so is
-        one whose turn the caller left without ending it (its state is unknown)."""
+    def turn(self, spec: TurnSpec, load_timeout_s: float | None = None) -> Iterator[Turn]:
+        """Open a speed-trial turn (``bot.sandbox.turn_client``), its source loaded within
+        ``load_timeout_s`` (the wall limit by default), and end it on exit.  A sandbox that
+        breaks during the turn is killed and the turn reports why, and so is one whose turn
+        the caller left without ending it (its state is unknown).  One turn at a time."""
         with self._lock:
             try:
                 self.start()
-                assert self._control is not None
-                turn = Turn.start(spec, self._control, self._device(spec.device))
+                assert self._control is not None and self.pid is not None
+                timeout = spec.limits.wall_s if load_timeout_s is None else load_timeout_s
+                turn = Turn.start(spec, self._control, self._device(spec.device), self.pid, timeout)
             except (SandboxUnavailable, OSError, TimeoutError, ProtocolError, ZygoteGone) as exc:
                 self._kill()
                 turn = Turn(spec, None, TurnOver("internal_error", f"the sandbox failed: {exc!r}"))
@@ -277,6 +306,9 @@ class Zygote:
         """Close the control socket (the zygote exits between jobs), then make sure it is
         gone."""
         with self._lock:
+            partner, self._partner = self._partner, None
+            if partner is not None:
+                partner.close()
             process, control = self._process, self._control
             if process is None:
                 return

@@ -71,7 +71,7 @@ def seconds_of(obj: dict[str, Any], key: str) -> float:
     return value
 
 
-def _tensor_meta(obj: Any) -> tuple[str, tuple[int, ...]]:
+def shape_of(obj: Any) -> tuple[str, tuple[int, ...]]:
     if not isinstance(obj, dict):
         raise ProtocolError("tensor description is not an object")
     dtype = field_of(obj, "dtype", str)
@@ -85,7 +85,7 @@ def _tensor_meta(obj: Any) -> tuple[str, tuple[int, ...]]:
 
 def take_tensor(meta: Any, payload: memoryview, offset: int) -> tuple[RawTensor, int]:
     """Cut the tensor described by ``meta`` out of ``payload`` at ``offset``."""
-    dtype, shape = _tensor_meta(meta)
+    dtype, shape = shape_of(meta)
     nbytes = math.prod(shape) * DTYPE_SIZES[dtype]
     if nbytes > len(payload) - offset:
         raise ProtocolError("tensor extends past the payload")

@@ -16,7 +16,7 @@ from typing import Any
 
 MAGIC = b"BRR1"
 _PREFIX = struct.Struct(">4sIQ")  # magic, header length, payload length
-_READ_CHUNK = 1 << 20
+_READ_CHUNK = 1 << 16  # see poller.CHUNK
 
 
 class ProtocolError(Exception):

@@ -31,6 +31,8 @@ MS_RELATIME = 0x200000
 MNT_DETACH = 0x2
 
 M_ARENA_MAX = -8
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
 MADV_HUGEPAGE = 14
 MADV_COLLAPSE = 25
 
@@ -115,6 +117,15 @@ def clear_capabilities() -> None:
 
 def madvise(start: int, length: int, advice: int) -> None:
     _check(_libc.madvise(start, length, advice), f"madvise {advice}")
+
+
+def keep_freed_memory(largest: int = 32 << 20) -> None:
+    """Serve allocations up to ``largest`` from the heap and never give freed memory back:
+    a speed trial's job then pays page faults once, not in each timed call, whatever its
+    allocator happened to do before (glibc's mmap threshold adapts to what was freed)."""
+    for option, value in ((M_MMAP_THRESHOLD, largest), (M_TRIM_THRESHOLD, 1 << 30)):
+        if _libc.mallopt(ctypes.c_int(option), ctypes.c_int(value)) != 1:
+            raise OSError(f"mallopt({option}) failed")
 
 
 def limit_malloc_arenas(count: int) -> None:

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from bot.sandbox import framing
+from bot.sandbox import framing, linux, seccomp
 from bot.sandbox.api import DTYPE_SIZES, Call, CallResult, RawTensor, SandboxRequest
 from bot.sandbox.codec import (
     MAX_ERROR_CHARS,
@@ -32,7 +32,7 @@ from bot.sandbox.codec import (
 from bot.sandbox.framing import FrameReader, ProtocolError
 from bot.sandbox.jail import FEED_FD
 from bot.sandbox.tracer import OpRecorder
-from bot.sandbox.turns import TurnOutput, TurnSource, decode_turn, encode_output, feed_frames
+from bot.sandbox.turns import Answer, TensorShape, TurnSource, decode_go, decode_turn, encode_answer
 
 MODULE_NAME = "submission"
 REQUEST_HEADER_MAX = 64 << 20
@@ -79,8 +79,9 @@ def to_torch(raw: RawTensor, device: str) -> torch.Tensor:
     return tensor if device == "cpu" else tensor.to(device)
 
 
-def from_torch(value: torch.Tensor) -> tuple[RawTensor | None, str]:
-    """Raw bytes of a returned tensor, or why it cannot be returned."""
+def dense_on_host(value: torch.Tensor) -> tuple[torch.Tensor | None, str]:
+    """A returned tensor as a plain, dense, C-contiguous host tensor (no copy when it is one
+    already), or why it cannot be returned."""
     try:
         with torch._C.DisableTorchFunctionSubclass():
             tensor = torch.Tensor.detach(value)  # the base method: subclasses cannot intercept
@@ -88,10 +89,20 @@ def from_torch(value: torch.Tensor) -> tuple[RawTensor | None, str]:
                 return None, f"{tensor.layout} tensors cannot be returned; return a dense tensor"
             if tensor.dtype not in NAMES:
                 return None, f"dtype {tensor.dtype} cannot be returned"
-            tensor = tensor.to("cpu").contiguous()
-            nbytes = tensor.numel() * tensor.element_size()
-            data = ctypes.string_at(tensor.data_ptr(), nbytes) if nbytes else b""
-            return RawTensor(NAMES[tensor.dtype], tuple(tensor.shape), data), ""
+            return torch.Tensor.contiguous(torch.Tensor.to(tensor, "cpu")), ""
+    except BaseException as exc:
+        return None, f"could not read the returned tensor: {type_name(exc)}"
+
+
+def from_torch(value: torch.Tensor) -> tuple[RawTensor | None, str]:
+    """Raw bytes of a returned tensor, or why it cannot be returned."""
+    tensor, error = dense_on_host(value)
+    if tensor is None:
+        return None, error
+    try:
+        nbytes = tensor.numel() * tensor.element_size()
+        data = ctypes.string_at(tensor.data_ptr(), nbytes) if nbytes else b""
+        return RawTensor(NAMES[tensor.dtype], tuple(tensor.shape), data), ""
     except BaseException as exc:
         return None, f"could not read the returned tensor: {type_name(exc)}"
 
@@ -125,6 +136,7 @@ class Runner:
         self.out = out
         self.module = types.ModuleType(MODULE_NAME)
         self.source, self.filename, self.trace_ops = "", "", False
+        self.kept: torch.Tensor | None = None
 
     def run(self, request: SandboxRequest) -> NoReturn:
         self.source, self.filename, self.trace_ops = (
@@ -212,34 +224,57 @@ class Runner:
         return value
 
     def serve_feed(self, turn: TurnSource, feed: int, reader: FrameReader) -> NoReturn:
-        """A speed-trial turn (``bot.sandbox.turns``): load, then answer each inputs frame on
-        ``feed`` with one output frame, until the worker closes the feed."""
-        self.source, self.filename, function_name = turn.source, turn.filename, turn.function
+        """A speed-trial turn (``bot.sandbox.turns``): allocate the input buffers, load, then
+        answer each ``go`` on ``feed`` with where the result lies, until the worker ends it.
+        The worker holds this process stopped between calls and reads the result itself."""
+        self.source, self.filename = turn.source, turn.filename
         self._redirect_streams()
         torch.set_num_threads(self.threads)
+        linux.keep_freed_memory()
+        threads_only = seccomp.build(threads_only=True)
+        if threads_only is not None:  # no process of its own, so stopping this one stops all
+            threads_only.install()
+        # zeros, not empty: every page is touched now, not inside a timed call
+        buffers = [torch.zeros(s.shape, dtype=DTYPES[s.dtype]) for s in turn.inputs]
         if not self._load():
             self._finish(0)
-        self._send({"kind": "loaded"})
-        function = self.module.__dict__.get(function_name, _MISSING)
-        for raw_args in feed_frames(feed, reader):
-            output, memory = TurnOutput("raised", None, f"{function_name} is not defined"), False
-            if callable(function):
-                output, memory = self._feed_call(function, raw_args)
-            header, payload = encode_output(output)
-            self._send(header | {"memory": memory}, payload)
+        self._send({"kind": "loaded", "buffers": [b.data_ptr() for b in buffers]})
+        function = self.module.__dict__.get(turn.function, _MISSING)
+        while (frame := framing.read_frame(feed, reader)) is not None:
+            nonce = decode_go(frame[0])
+            if not nonce:  # the worker has read the last result: free it, outside the clock
+                self.kept = None
+                self._send({"kind": "released"})
+                continue
+            # the result stays alive in self.kept until the worker has read it
+            answer, memory, self.kept = self._held_call(function, turn.function, buffers, nonce)
+            self._send(encode_answer(answer) | {"memory": memory})
         self._finish(0)
 
-    def _feed_call(self, function: Any, raw_args: tuple[RawTensor, ...]) -> tuple[TurnOutput, bool]:
+    def _held_call(
+        self, function: Any, name: str, buffers: list[torch.Tensor], nonce: str
+    ) -> tuple[Answer, bool, torch.Tensor | None]:
+        if function is _MISSING or not callable(function):
+            return Answer(nonce, "raised", error=f"{name} is not defined"), False, None
         try:
-            value = self._invoke(function, [to_torch(a, self.device) for a in raw_args], None)
+            args = buffers if self.device == "cpu" else [b.to(self.device) for b in buffers]
+            value = self._invoke(function, args, None)
         except SystemExit as exc:
             self._exit_like(exc)
         except BaseException as exc:
-            return TurnOutput("raised", None, describe(exc, self.filename)), (is_memory_error(exc))
+            return (
+                Answer(nonce, "raised", error=describe(exc, self.filename)),
+                (is_memory_error(exc)),
+                None,
+            )
         if not issubclass(type(value), torch.Tensor):
-            return TurnOutput("raised", None, f"returned {type_name(value)}, not a tensor"), False
-        tensor, error = from_torch(value)  # copies to host bytes: a CUDA run ends here
-        return TurnOutput("ok" if tensor is not None else "raised", tensor, error), False
+            error = f"returned {type_name(value)}, not a tensor"
+            return Answer(nonce, "raised", error=error), False, None
+        tensor, error = dense_on_host(value)  # a CUDA run's result is copied to the host here
+        if tensor is None:
+            return Answer(nonce, "raised", error=error), False, None
+        shape = TensorShape(NAMES[tensor.dtype], tuple(tensor.shape))
+        return Answer(nonce, "returned", tensor.data_ptr(), shape), False, tensor
 
     def _send(self, header: dict[str, Any], payload: bytes = b"") -> None:
         framing.write_frame(self.out, header, payload)

@@ -145,12 +145,41 @@ def _program(arch: str, numbers: dict[str, int]) -> list[_Op | str]:
     return ops
 
 
-def assemble(arch: str) -> bytes:
-    """The filter for ``arch`` as an array of ``struct sock_filter``."""
+CLONE_THREAD = 0x00010000
+
+
+def _threads_only_program(arch: str, numbers: dict[str, int]) -> list[_Op | str]:
+    """A second filter, stacked on the first in a speed trial's job: it may start threads
+    but no process, so stopping its one process stops everything it runs."""
+    ops: list[_Op | str] = [
+        _Op(_LD_W_ABS, _OFFSET_ARCH),
+        _Op(_JEQ_K, syscalls.AUDIT_ARCH[arch], None, "kill"),
+        _Op(_LD_W_ABS, _OFFSET_NR),
+    ]
+    ops += [_Op(_JEQ_K, numbers[name], "eperm") for name in ("fork", "vfork") if name in numbers]
+    ops += [
+        _Op(_JEQ_K, numbers["clone"], "clone"),
+        _Op(_RET_K, RET_ALLOW),
+        "clone",
+        _Op(_LD_W_ABS, _OFFSET_ARG0),
+        _Op(_JSET_K, CLONE_THREAD, "allow", "eperm"),
+        "allow",
+        _Op(_RET_K, RET_ALLOW),
+        "eperm",
+        _Op(_RET_K, RET_ERRNO | errno.EPERM),
+        "kill",
+        _Op(_RET_K, RET_KILL_PROCESS),
+    ]
+    return ops
+
+
+def assemble(arch: str, *, threads_only: bool = False) -> bytes:
+    """The filter for ``arch`` as an array of ``struct sock_filter`` (``threads_only``: the
+    stacked filter of a speed trial's job)."""
     numbers = syscalls.table(arch)
     if numbers is None:
         raise ValueError(f"no syscall table for {arch}")
-    listing = _program(arch, numbers)
+    listing = (_threads_only_program if threads_only else _program)(arch, numbers)
     labels: dict[str, int] = {}
     code: list[_Op] = []
     for item in listing:
@@ -180,8 +209,8 @@ class _SockFprog(ctypes.Structure):
 class Filter:
     """A ready-to-load filter; keeps its buffer alive across forks."""
 
-    def __init__(self, arch: str) -> None:
-        code = assemble(arch)
+    def __init__(self, arch: str, *, threads_only: bool = False) -> None:
+        code = assemble(arch, threads_only=threads_only)
         self._buffer = ctypes.create_string_buffer(code, len(code))
         self._program = _SockFprog(len(code) // 8, ctypes.addressof(self._buffer))
 
@@ -189,7 +218,7 @@ class Filter:
         linux.install_seccomp(self._program)
 
 
-def build() -> Filter | None:
+def build(*, threads_only: bool = False) -> Filter | None:
     """The filter for this machine, or None where the architecture is unsupported."""
     arch = syscalls.machine()
-    return Filter(arch) if arch in syscalls.AUDIT_ARCH else None
+    return Filter(arch, threads_only=threads_only) if arch in syscalls.AUDIT_ARCH else None

@@ -56,6 +56,8 @@ _X86_64 = {
     "socket": 41,
     "socketpair": 53,
     "clone": 56,
+    "fork": 57,
+    "vfork": 58,
 }
 
 _AARCH64 = {

@@ -30,7 +30,7 @@ import torch
 import bot
 from bot.sandbox import cgroups, hugepages, linux, pipes, probe, rootfs, runner, seccomp
 from bot.sandbox.api import Limits, RawTensor
-from bot.sandbox.codec import JobOrder, order_from_json
+from bot.sandbox.codec import JobKind, JobOrder, order_from_json
 from bot.sandbox.confine import Identity
 from bot.sandbox.control import Control
 from bot.sandbox.cores import job_core
@@ -230,7 +230,12 @@ class Server:
         device = "cuda" if order.device == "cuda" and self.cuda else "cpu"
         threads = order.limits.threads
 
+        readable = order.kind is JobKind.TURN and self.jail.mode.user_namespace
+
         def body(fd: int) -> NoReturn:
+            if readable:  # the unprivileged worker holds a turn's job: it must reach its memory;
+                # no one else of this user can see into the job's own PID namespace
+                linux.prctl(linux.PR_SET_DUMPABLE, 1)
             runner.serve(order.kind, device, threads, fd)
 
         stop = StopListener(control)

@@ -14,5 +14,18 @@ def reference(a: torch.Tensor) -> torch.Tensor:
     return (a[None, :] * mask).sum(dim=1)
 
 
+LENGTH = 2048
+
+
 def inputs(generator: torch.Generator) -> tuple[torch.Tensor, ...]:
-    return (torch.randn(2048, generator=generator),)
+    return (torch.randn(LENGTH, generator=generator),)
+
+
+def moved_bytes(a: torch.Tensor) -> int:
+    """At least: read the values once, write the sums once."""
+    return 2 * a.numel() * a.element_size()
+
+
+def flops(a: torch.Tensor) -> int:
+    """At least n - 1 additions (a running sum), not the mask's n²."""
+    return max(a.numel() - 1, 0)

@@ -9,5 +9,18 @@ def reference(x: torch.Tensor) -> torch.Tensor:
     return torch.softmax(x, dim=-1)
 
 
+ROWS, COLUMNS = 2048, 1024
+
+
 def inputs(generator: torch.Generator) -> tuple[torch.Tensor, ...]:
-    return (torch.randn(256, 1024, generator=generator) * 4,)
+    return (torch.randn(ROWS, COLUMNS, generator=generator) * 4,)
+
+
+def moved_bytes(x: torch.Tensor) -> int:
+    """At least: read x once, write the result once."""
+    return 2 * x.numel() * x.element_size()
+
+
+def flops(x: torch.Tensor) -> int:
+    """At least: per element a subtraction, an exponential, an addition and a division."""
+    return 4 * x.numel()

@@ -1,6 +1,7 @@
 """Speed boards through the real bot and the loopback fake: passing verdicts with a speed trial
 go through the bot's own settling, then ``/leaderboard board:speed`` ranks them per device
-class without the hidden member, and the weekly post names the week's fastest.
+class by their board ratio, without the hidden member or a result of the previous instrument
+(the board says one was retired), and the weekly post names the week's fastest.
 
 No grading workers: each test member's submission stays queued until the test writes its
 verdict, as a worker would, and the bot settles it.  The bot's clock is controlled, so every
@@ -25,6 +26,7 @@ from bot.presentation.speed_boards import (
     PICK_A_TASK,
     fastest_line,
     no_speed_results,
+    retired_note,
     speed_board_embed,
     task_label,
 )
@@ -36,7 +38,7 @@ from bot.progress.speed_board import (
     SpeedEntry,
     is_speed_ranked,
 )
-from graders.base import Check, SpeedResult, Verdict
+from graders.base import SPEED_INSTRUMENT, Check, SpeedResult, Verdict
 from tests.bot.conftest import START, World, start_world
 from tests.fakediscord import Message, User
 from tests.presentation.discord_check import assert_sendable, text_of
@@ -62,19 +64,35 @@ async def _reply(world: World, user: User, command: str, /, **options: object) -
     return await (await world.slash(user, command, **options)).original(timeout=10)
 
 
-async def _passes(world: World, user: User, ratio: float, device: str) -> None:
-    """``user`` submits; their submission then passes with a speed trial, written as a worker
-    writes a verdict (the bot settles it)."""
-    assert (await world.submit_reply(user)).startswith("Queued")
+async def _passes(
+    world: World,
+    user: User,
+    ratio: float,
+    device: str,
+    board_ratio: float | None = None,
+    instrument: int = SPEED_INSTRUMENT,
+    task: str = BUILD_TASK,
+) -> None:
+    """``user`` submits (their first submission); it then passes with a speed trial, written as
+    a worker writes a verdict (the bot settles it)."""
+    queued = await (await world.submit(user, task=task)).original(timeout=15)
+    assert queued.content.startswith("Queued"), queued.content
     ((submission_id,),) = _query(
         world,
         "SELECT s.id FROM submissions s JOIN members m ON m.id = s.member_id WHERE m.user_id = ?",
         user.id,
     )
     trial = SpeedResult(
-        ratio=ratio, learner_s=0.02 / ratio, reference_s=0.02, spread=0.05, pairs=11, device=device
+        ratio=ratio,
+        learner_s=0.02 / ratio,
+        reference_s=0.02,
+        spread=0.05,
+        pairs=11,
+        device=device,
+        instrument=instrument,
+        board_ratio=board_ratio,
     )
-    verdict = Verdict(BUILD_TASK, "passed", 1.0, (Check("correct", True, "ok"),), "", speed=trial)
+    verdict = Verdict(task, "passed", 1.0, (Check("correct", True, "ok"),), "", speed=trial)
     finished = START.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     _query(
         world,
@@ -97,11 +115,19 @@ async def _until_recorded(world: World, count: int, timeout: float = 15) -> None
 
 
 async def test_speed_board_ranks_per_device_and_the_week_names_the_fastest(world: World) -> None:
-    ada, bob, cyd, dan = (world.learner() for _ in range(4))
+    ada, bob, cyd, dan, eve = (world.learner() for _ in range(5))
     assert (await _reply(world, dan, "privacy hide")).ephemeral
-    for user, ratio, device in ((ada, 3.1, GPU), (bob, 1.8, GPU), (cyd, 2.4, CPU), (dan, 9.9, GPU)):
-        await _passes(world, user, ratio, device)
-    await _until_recorded(world, 4)
+    # (ratio, board ratio): bob's median is the higher, ada's bound is; the board shows bounds
+    trials = (
+        (ada, 3.2, 3.1, GPU),
+        (bob, 3.5, 1.8, GPU),
+        (cyd, 2.6, 2.4, CPU),
+        (dan, 9.9, 9.9, GPU),
+    )
+    for user, ratio, board_ratio, device in trials:
+        await _passes(world, user, ratio, device, board_ratio)
+    await _passes(world, eve, 5.0, GPU, instrument=1)  # the previous instrument: retired
+    await _until_recorded(world, 5)
     _, task = seed_content().find_task(BUILD_TASK)
     assert isinstance(task, BuildTask)
     paid = _query(
@@ -109,7 +135,7 @@ async def test_speed_board_ranks_per_device_and_the_week_names_the_fastest(world
         "SELECT m.user_id, SUM(x.amount) FROM xp_ledger x JOIN members m ON m.id = x.member_id "
         "GROUP BY m.user_id",
     )
-    assert dict(paid) == {user.id: task.xp for user in (ada, bob, cyd, dan)}  # a trial pays 0
+    assert dict(paid) == {user.id: task.xp for user in (ada, bob, cyd, dan, eve)}  # a trial pays 0
 
     # offered: the map's speed-ranked tasks, then tasks with results (this one, ranked or not)
     quests = seed_content().quests
@@ -133,15 +159,23 @@ async def test_speed_board_ranks_per_device_and_the_week_names_the_fastest(world
     assert cpu["name"] == f"{CPU} · 1 member"
     assert cpu["value"] == f"🥇 <@{cyd.id}> · **2.4×** · {when}"
     assert str(dan.id) not in json.dumps(board.embeds)  # hidden: on no board
+    assert str(eve.id) not in json.dumps(board.embeds)  # retired: on no board, but counted
+    assert embed["description"].endswith("\n" + retired_note(1))
 
     pick = await _reply(world, bob, "leaderboard", board="speed")
     assert pick.ephemeral and pick.content == PICK_A_TASK
     quiz = await _reply(world, bob, "leaderboard", board="speed", task="go-brrrr/shape-predictions")
     assert "not speed-ranked" in quiz.content
-    for ref in [r for r in ranked if r != BUILD_TASK][:1]:  # a speed-ranked task nobody passed
-        _, untried = seed_content().find_task(ref)
-        empty = await _reply(world, bob, "leaderboard", board="speed", task=ref)
-        assert empty.content == no_speed_results(untried.title, ref) and not empty.embeds
+    ref = next(r for r in ranked if r != BUILD_TASK)  # a speed-ranked task nobody passed
+    _, untried = seed_content().find_task(ref)
+    empty = await _reply(world, bob, "leaderboard", board="speed", task=ref)
+    assert empty.content == no_speed_results(untried.title, ref) and not empty.embeds
+    # a result of the previous instrument: still no board, and the answer says why
+    await _passes(world, world.learner(), 4.0, GPU, instrument=1, task=ref)
+    await _until_recorded(world, 6)
+    retired = await _reply(world, bob, "leaderboard", board="speed", task=ref)
+    assert retired.content == no_speed_results(untried.title, ref, retired=1)
+    assert not retired.embeds
 
     setup = await world.slash(world.owner, "admin setup", channel=world.quests)
     await setup.original()
@@ -163,7 +197,7 @@ async def test_a_huge_board_still_fits_discord() -> None:
     """40 device classes with long, hostile names, 10 members each: whole lines, at most 25
     fields, 6000 characters, the rest counted in the footer; nothing pings."""
     entries = tuple(
-        SpeedEntry(rank, rank, 10**18 + rank, "x", 12345.678, 1e-6, 1.0, START)
+        SpeedEntry(rank, rank, 10**18 + rank, "x", 12345.678, 13000.0, 1e-6, 1.0, START)
         for rank in range(1, 11)
     )
     devices = tuple(
@@ -185,7 +219,29 @@ async def test_messages_without_a_board() -> None:
         "Nobody has a speed result for **Fast \\*softmax\\*** yet: pass it with "
         "`/submit task:q/softmax` to get one."
     )
-    fastest = FastestOfWeek("2026-W48", "q/softmax", 3, 1, 42, "ada", 0.87, "AMD EPYC 7B13", START)
-    assert fastest_line(fastest, title=None) == (
+    fastest = FastestOfWeek(
+        "2026-W48", "q/softmax", 3, 1, 42, "ada", 0.87, 0.93, "AMD EPYC 7B13", START
+    )
+    assert fastest_line(fastest, title=None) == (  # the board ratio, not the median
         "⚡ Fastest of the week: **q/softmax** — <@42>, 0.87× the reference on AMD EPYC 7B13"
+    )
+    assert no_speed_results("Fast *softmax*", "q/softmax", retired=2) == (
+        "Nobody has a ranked speed result for **Fast \\*softmax\\*** yet: pass it with "
+        "`/submit task:q/softmax` to get one.\n2 members' older results were measured by the "
+        "previous instrument and no longer rank: resubmit to rank."
+    )
+    assert retired_note(1).startswith("1 member's older results were measured")
+
+
+async def test_a_board_shows_the_board_ratio_and_the_retired_line_only_when_some_are() -> None:
+    entry = SpeedEntry(1, 1, 42, "ada", 1.7, 2.6, 0.01, 0.026, START)  # ranked 1.7, median 2.6
+    board = SpeedBoard(1, BUILD_TASK, (DeviceBoard(GPU, 1, (entry,)),))
+    embed = speed_board_embed(board, title=None).to_dict()
+    assert embed["fields"][0]["value"] == f"🥇 <@42> · **1.7×** · <t:{int(START.timestamp())}:d>"
+    assert "instrument" not in embed["description"]
+    retired = SpeedBoard(1, BUILD_TASK, board.devices, retired=3)
+    description = speed_board_embed(retired, title=None).to_dict()["description"]
+    assert description.endswith(
+        "\n3 members' older results were measured by the previous "
+        "instrument and no longer rank: resubmit to rank."
     )

@@ -149,7 +149,7 @@ def test_the_prompt_states_the_accuracy_the_grader_checks(content: Content) -> N
     assert task.speed is not None and task.speed.reference == "gelu_bias_eager"
     timed = graders.speed.load("gelu_bias_eager").inputs(torch.Generator().manual_seed(0))
     prose = " ".join(task.prompt.split())
-    assert "on a 512×1024 float32 `x`" in prose and timed[0].shape == (512, 1024)
+    assert "on a 1024×1024 float32 `x`" in prose and timed[0].shape == (1024, 1024)
     assert f"{GPU_FRACTION:.0%} of the GPU's datasheet peak" in prose
     assert "On a CPU host the verdict reports your bandwidth" in prose
 
@@ -193,14 +193,14 @@ def test_a_cpu_host_reports_its_reading_against_the_measured_peak() -> None:
         "overhead bounds it before memory does; 1.19× the eager chain's."
     )
     assert "Reported, not judged, on a CPU host" in line
-    assert "lost in the noise" in cpu_reading(None, 18.2, 1.6)
+    assert "no bandwidth could be worked out" in cpu_reading(None, 18.2, 1.6)
 
 
 def test_impossible_or_unusable_readings_are_not_believed() -> None:
     assert "faster than the memory can go" in reading(3350.0 * 3).message
     assert not reading(3350.0 * 3).passed
     unusable = reading(None)
-    assert not unusable.passed and "lost in the noise" in unusable.message
+    assert not unusable.passed and "no bandwidth could be worked out" in unusable.message
 
 
 @pytest.mark.parametrize(

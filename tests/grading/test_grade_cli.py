@@ -173,3 +173,17 @@ def test_a_speed_ranked_task_reports_its_trial_in_json_and_in_words(tmp_path: Pa
     assert speed["device"] and speed["device"] != "cpu"
     (note,) = [n for n in verdict["notes"] if n.startswith("Speed: ")]
     assert f"× the reference on {speed['device']}" in note
+    assert speed["instrument"] == 2 and 0 < speed["board_ratio"] <= speed["ratio"]
+
+
+def test_no_trial_skips_the_speed_trial_and_says_so(tmp_path: Path) -> None:
+    solution = SOLUTIONS / "transformer-internals" / "softmax_correct.py"
+    task = "transformer-internals/stable-softmax"
+    result = run_cli(
+        "grade", str(solution), "--task", task, "--no-trial", "--json", cwd=tmp_path, env=ENV
+    )
+    assert result.returncode == 0, result.stderr
+    verdict = json.loads(result.stdout)
+    assert verdict["status"] == "passed" and verdict["speed"] is None
+    (note,) = [n for n in verdict["notes"] if "speed trial skipped" in n]
+    assert note.startswith("speed trial skipped (--no-trial): run `brrrbot grade ")

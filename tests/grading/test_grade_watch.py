@@ -130,9 +130,9 @@ def test_a_watch_leaves_the_speed_trial_to_a_plain_grade() -> None:
         "def softmax(x): ...",
         speed=SpeedSpec("softmax", "softmax_rows"),
     )
-    watched = without_trial(spec)
+    watched = without_trial(spec, "speed trial skipped while watching")
     assert watched.speed is None and watched.source == spec.source
     (note,) = watched.notes
     assert "speed trial skipped while watching" in note
     assert "brrrbot grade mine.py --task transformer-internals/stable-softmax" in note
-    assert without_trial(watched) == watched
+    assert without_trial(watched, "again") == watched

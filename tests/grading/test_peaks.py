@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def test_a_failed_measurement_restores_affinity_and_threads(
         assert os.sched_getaffinity(0) == {max(affinity)} and torch.get_num_threads() == 1
         raise RuntimeError("out of memory")
 
-    monkeypatch.setattr(peaks, "_triad_gbs", lambda array_bytes: 10.0)
+    monkeypatch.setattr(peaks, "_triad_gbs", lambda array_bytes, repeat=1: 10.0)
     monkeypatch.setattr(peaks, "_matmul_gflops", broken)
     with pytest.raises(RuntimeError, match="out of memory"):
         peaks.measure_peaks()  # on the job core, the highest
@@ -70,7 +71,7 @@ def test_measurements_on_one_core_take_turns(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A pool's workers start together on one job core: one measures while the other waits."""
-    monkeypatch.setattr(peaks, "_triad_gbs", lambda array_bytes: 10.0)
+    monkeypatch.setattr(peaks, "_triad_gbs", lambda array_bytes, repeat=1: 10.0)
     monkeypatch.setattr(peaks, "_matmul_gflops", lambda n: 20.0)
     core = max(os.sched_getaffinity(0))
     other = os.open(tmp_path / f"brrrbot-roofline-cpu{core}.lock", os.O_RDONLY | os.O_CREAT)
@@ -176,3 +177,51 @@ def test_the_heartbeat_side_never_imports_torch() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_cache_triad_is_timed_on_arrays_a_core_keeps_in_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The physics floor needs the fastest bytes can move when they are already in a core's
+    cache: the second triad runs on three 256 KiB arrays, many passes per timed run."""
+    asked: list[tuple[int, int]] = []
+
+    def triad(array_bytes: int, repeat: int = 1) -> float:
+        asked.append((array_bytes, repeat))
+        return 10.0 if repeat == 1 else 40.0
+
+    monkeypatch.setattr(peaks, "_triad_gbs", triad)
+    monkeypatch.setattr(peaks, "_matmul_gflops", lambda n: 20.0)
+    measured = peaks.measure_peaks()
+    assert measured.cache_gbs == 40.0 and measured.bandwidth_gbs == 10.0
+    assert asked[-1] == (256 * 1024, 64) and asked[0][0] >= 32 * 1024 * 1024
+
+
+def test_a_terminal_remembers_its_roofline_for_a_week(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``brrrbot grade`` measures once and reads it back after; a stale file, another CPU
+    or garbage in the file is measured again."""
+    measured: list[int] = []
+
+    def fake(core: int | None = None) -> Peaks:
+        measured.append(1)
+        return Peaks(peaks.cpu_model(), 12.5, 99.0, 40.0)
+
+    monkeypatch.setattr(peaks, "measure_peaks", fake)
+    path = tmp_path / "brrrbot" / "roofline.json"
+    monkeypatch.setattr(peaks, "_measured", [])
+    first = peaks.remembered(path)
+    monkeypatch.setattr(peaks, "_measured", [])
+    assert peaks.remembered(path) == first and len(measured) == 1 and first.cache_gbs == 40.0
+    for stale in ("old", "other cpu", "garbage"):
+        if stale == "old":
+            old = time.time() - peaks.REMEMBERED_FOR_S - 60
+            os.utime(path, (old, old))
+        elif stale == "other cpu":
+            path.write_text(path.read_text().replace(peaks.cpu_model(), "Another CPU"))
+        else:
+            path.write_text("{not json")
+        monkeypatch.setattr(peaks, "_measured", [])
+        peaks.remembered(path)
+    assert len(measured) == 4

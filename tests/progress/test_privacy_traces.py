@@ -19,6 +19,7 @@ from bot.progress.grants import grant
 from bot.progress.level_roles import add_level_role
 from bot.progress.periods import week_key
 from bot.progress.role_sync import DrainResult, drain
+from graders.base import SPEED_INSTRUMENT
 from tests.progress.test_privacy import NOW, delete, submit
 from tests.progress.world import BERLIN, GUILD_ID, World
 
@@ -163,6 +164,8 @@ async def test_no_trace_of_a_deleted_member_once_the_role_sync_ran(
                 reference_s=0.3,
                 spread=0.05,
                 pairs=21,
+                instrument=SPEED_INSTRUMENT,
+                board_ratio=1.4,
             )
         )
     discord = Discord()

@@ -1,5 +1,6 @@
 """Speed boards: settling records a passing trial once (never XP), boards rank each member's best
-per device class without hidden members, the week's fastest, and privacy export and delete."""
+board ratio per device class without hidden members, only results of today's instrument rank
+(retired ones are counted, never ranked), the week's fastest, and privacy export and delete."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import subprocess
 import sys
 from datetime import datetime, time, timedelta
 from types import SimpleNamespace
+from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, event, func, select, update
 
+from bot.db import migrate
+from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import SpeedRecord, Submission, XpEntry
 from bot.grading.outcomes import settle
 from bot.progress import privacy
@@ -23,7 +27,7 @@ from bot.progress.speed_board import (
     speed_board,
     speed_task_refs,
 )
-from graders.base import Check, SpeedResult, Verdict
+from graders.base import SPEED_INSTRUMENT, Check, SpeedResult, Verdict
 from tests import timeline
 from tests.progress.world import BERLIN, GUILD_ID, World
 from tests.support import REPO
@@ -36,9 +40,27 @@ TASK = "go-brrrr/matmul-three-ways"
 GPU, CPU = "NVIDIA H200", "AMD EPYC 7B13"
 
 
-def trial(ratio: float, device: str = GPU) -> SpeedResult:
+#: the instrument before today's: its results are retired
+RETIRED = SPEED_INSTRUMENT - 1
+
+
+def trial(
+    ratio: float,
+    device: str = GPU,
+    *,
+    board_ratio: float | None = None,
+    instrument: int = SPEED_INSTRUMENT,
+) -> SpeedResult:
+    """A trial of today's instrument whose board ratio is its ratio unless given."""
     return SpeedResult(
-        ratio=ratio, learner_s=0.01 / ratio, reference_s=0.01, spread=0.04, pairs=15, device=device
+        ratio=ratio,
+        learner_s=0.01 / ratio,
+        reference_s=0.01,
+        spread=0.04,
+        pairs=15,
+        device=device,
+        instrument=instrument,
+        board_ratio=ratio if board_ratio is None else board_ratio,
     )
 
 
@@ -82,6 +104,8 @@ async def record(
     *,
     device: str = GPU,
     task: str = TASK,
+    board_ratio: float | None = None,
+    instrument: int = SPEED_INSTRUMENT,
 ) -> None:
     """A speed result without going through settling (the board tests need many)."""
     submission_id = await submission(world, member_id)
@@ -92,7 +116,7 @@ async def record(
             member_id=member_id,
             submission_id=submission_id,
             task_ref=task,
-            speed=trial(ratio, device),
+            speed=trial(ratio, device, board_ratio=board_ratio, instrument=instrument),
             now=when,
         )
 
@@ -215,6 +239,95 @@ async def test_fastest_of_the_week(world: World) -> None:
     assert highlights.fastest == best
 
 
+async def test_settling_stores_the_instrument_and_the_ranked_ratio(world: World) -> None:
+    ada = await world.member(1)
+    bounded = await submission(world, ada, speed=trial(1.8, board_ratio=1.5))
+    # a verdict stored before instruments were named reads as instrument 1, without a bound
+    old = SpeedResult(ratio=2.2, learner_s=0.1, reference_s=0.22, spread=0.1, pairs=21, device=CPU)
+    unbounded = await submission(world, ada, speed=old)
+    assert await settled(world, bounded) and await settled(world, unbounded)
+    query = select(
+        SpeedRecord.submission_id,
+        SpeedRecord.ratio,
+        SpeedRecord.board_ratio,
+        SpeedRecord.instrument,
+    ).order_by(SpeedRecord.id)
+    async with world.sessions() as session:
+        rows = [tuple(row) for row in await session.execute(query)]
+    assert rows == [(bounded, 1.8, 1.5, SPEED_INSTRUMENT), (unbounded, 2.2, 2.2, 1)]
+
+
+async def test_the_board_ranks_the_board_ratio_not_the_ratio(world: World) -> None:
+    ada, bob, cyd, dan = [await world.member(n) for n in (1, 2, 3, 4)]
+    start = NOW - timedelta(days=3)
+    # (ratio, board ratio) per member: a high median with a wide spread ranks low
+    runs = {
+        ada: [(3.0, 1.4)],
+        bob: [(2.0, 1.9)],
+        cyd: [(1.6, 1.5)],
+        dan: [(5.0, 1.0), (2.2, 2.1)],  # a lucky median; the steadier run is dan's best
+    }
+    for member_id, results in runs.items():
+        for n, (ratio, board_ratio) in enumerate(results):
+            when = start + timedelta(hours=n)
+            await record(world, member_id, ratio, when, board_ratio=board_ratio)
+    best = {member_id: max(results, key=lambda r: r[1]) for member_id, results in runs.items()}
+    expected = sorted(best.items(), key=lambda item: -item[1][1])
+    assert [m for m, _ in expected] == [dan, bob, cyd, ada]  # not the order of the ratios
+    async with world.sessions() as session:
+        board = await speed_board(session, guild_id=GUILD_ID, task_ref=TASK)
+    (gpu,) = board.devices
+    assert [(e.member_id, (e.ratio, e.board_ratio)) for e in gpu.entries] == expected
+    assert [e.rank for e in gpu.entries] == [1, 2, 3, 4]
+
+
+async def test_the_fastest_of_the_week_is_the_best_board_ratio(world: World) -> None:
+    ada, bob = await world.member(1), await world.member(2)
+    inside = WEEK.start + timedelta(hours=30)
+    runs = {ada: (9.0, 1.2), bob: (3.0, 2.5)}
+    for member_id, (ratio, board_ratio) in runs.items():
+        await record(world, member_id, ratio, inside, board_ratio=board_ratio)
+    fastest_member = max(runs, key=lambda m: runs[m][1])
+    assert fastest_member == bob  # ada has the higher ratio
+    async with world.sessions() as session:
+        best = await fastest_of_week(session, guild_id=GUILD_ID, week=WEEK)
+    assert best is not None
+    assert (best.member_id, best.ratio, best.board_ratio) == (bob, *runs[bob])
+
+
+async def test_retired_results_never_rank_and_are_counted(world: World) -> None:
+    ada, bob, cyd, dan, eve = [await world.member(n) for n in (1, 2, 3, 4, 5)]
+    inside = WEEK.start + timedelta(hours=30)
+    await record(world, ada, 9.9, inside, instrument=RETIRED)  # ada has only retired results
+    await record(world, ada, 7.0, inside, device=CPU, instrument=RETIRED)
+    await record(world, bob, 8.0, inside, instrument=RETIRED)
+    await record(world, bob, 1.5, inside + timedelta(hours=1))  # bob resubmitted
+    await record(world, cyd, 2.0, inside, device=CPU)
+    await record(world, eve, 5.0, inside, instrument=RETIRED)  # hidden below: not counted
+    for n in range(3):  # the most results that week, all retired, on a task nobody ranks on
+        await record(world, dan, 30.0 + n, inside, task="other/task", instrument=RETIRED)
+    await hide(world, 5)
+    async with world.sessions() as session:
+        board = await speed_board(session, guild_id=GUILD_ID, task_ref=TASK)
+        other = await speed_board(session, guild_id=GUILD_ID, task_ref="other/task")
+        best = await fastest_of_week(session, guild_id=GUILD_ID, week=WEEK)
+        refs = await speed_task_refs(session, GUILD_ID)
+    ranked = {(d.device, e.member_id, e.ratio) for d in board.devices for e in d.entries}
+    assert ranked == {(GPU, bob, 1.5), (CPU, cyd, 2.0)}
+    assert board.retired == 1  # ada: bob ranks, eve is hidden
+    assert other.empty and other.retired == 1
+    assert refs == (TASK,)  # other/task has no board to offer
+    assert best is not None
+    assert (best.task_ref, best.results, best.member_id, best.ratio) == (TASK, 2, cyd, 2.0)
+
+    async with world.sessions() as session, session.begin():  # all retired: no fastest at all
+        await session.execute(update(SpeedRecord).values(instrument=RETIRED))
+    async with world.sessions() as session:
+        assert await fastest_of_week(session, guild_id=GUILD_ID, week=WEEK) is None
+        board = await speed_board(session, guild_id=GUILD_ID, task_ref=TASK)
+    assert board.empty and board.retired == 3
+
+
 async def test_export_lists_the_trials_and_delete_removes_them(world: World) -> None:
     ada, bob = await world.member(1), await world.member(2)
     mine = await submission(world, ada, speed=trial(1.8))
@@ -226,8 +339,9 @@ async def test_export_lists_the_trials_and_delete_removes_them(world: World) -> 
         data = await privacy.export(session, guild_id=GUILD_ID, user_id=1, now=NOW)
     assert data is not None
     assert [
-        (s.submission_id, s.task_ref, s.device, s.ratio, s.pairs) for s in data.speed_results
-    ] == [(mine, TASK, GPU, 1.8, 15)]
+        (s.submission_id, s.task_ref, s.device, s.ratio, s.pairs, s.instrument, s.board_ratio)
+        for s in data.speed_results
+    ] == [(mine, TASK, GPU, 1.8, 15, SPEED_INSTRUMENT, 1.8)]
     assert '"speed_results"' in privacy.export_json(data).decode()
 
     async with world.sessions() as session, session.begin():
@@ -238,6 +352,35 @@ async def test_export_lists_the_trials_and_delete_removes_them(world: World) -> 
     async with world.sessions() as session, session.begin():
         await session.execute(delete(Submission).where(Submission.id == theirs))
     assert [row[0] for row in await speed_rows(world)] == [kept]
+
+
+async def test_the_board_searches_the_ranking_index(sqlite_url: str) -> None:
+    """SQLite's plan for the board: the rows of one task and instrument, found by the index (so
+    retired rows cost the board nothing as they pile up)."""
+    engine = make_engine(sqlite_url)
+    try:
+        await migrate.upgrade(engine)
+        selects: list[tuple[str, Any]] = []
+
+        def grab(_conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
+            if statement.lstrip().upper().startswith("SELECT"):
+                selects.append((statement, params))
+
+        event.listen(engine.sync_engine, "before_cursor_execute", grab)
+        async with make_sessionmaker(engine)() as session:
+            await speed_board(session, guild_id=GUILD_ID, task_ref=TASK)
+        event.remove(engine.sync_engine, "before_cursor_execute", grab)
+        board, *_ = selects
+        async with engine.connect() as connection:
+            plan = await connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {board[0]}", board[1])
+            steps = [row[-1] for row in plan]
+    finally:
+        await engine.dispose()
+    index = "ix_speed_results_guild_id_task_ref_instrument_device"
+    search = (
+        f"SEARCH speed_results USING INDEX {index} (guild_id=? AND task_ref=? AND instrument=?)"
+    )
+    assert search in steps, steps
 
 
 def test_speed_ranked_is_a_task_with_speed() -> None:

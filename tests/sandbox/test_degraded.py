@@ -98,6 +98,9 @@ print("daemons up", seen.count(b"u"), "and the process limit reached", flush=Tru
     assert_grades_correctly(bare)
 
 
+HONEST = "import torch\ndef softmax(x):\n    return torch.softmax(x, dim=-1)\n"
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to an unprivileged user")
 @pytest.mark.skipif(not os.path.exists(SYSTEM_PYTHON), reason="needs a world-readable Python")
 def test_unprivileged_worker_gets_user_namespaces_or_an_honest_report() -> None:
@@ -126,14 +129,20 @@ sys.path.insert(0, {PROJECT_ROOT!r})
 from bot.sandbox.client import Zygote
 from bot.sandbox.isolation import minimum_ok
 from tests.sandbox.support import ADD, ERRNO_NAME, request
+from bot.grading.job_spec import SpeedSpec
+from bot.grading.speed_trial import run_trial
+from graders import REGISTRY
 with Zygote(python=sys.executable) as zygote:
     layers = zygote.isolation_report()
     leak = zygote.run(request(ERRNO_NAME + {attempt!r} + ADD))
     good = zygote.run(request(ADD))
+    trial = run_trial(SpeedSpec("softmax", "softmax_rows"), {HONEST!r}, "h.py", zygote,
+                      REGISTRY["stable_softmax"].limits, pairs=4)
     print(json.dumps({{
         "mode": zygote.mode, "minimum": minimum_ok(layers),
         "active": {{layer.name: layer.active for layer in layers}},
         "leak": leak.stdout + leak.message, "good": good.status,
+        "trial": "ranked" if trial.result is not None else trial.reason,
     }}))
 """
         completed = subprocess.run(
@@ -157,6 +166,8 @@ with Zygote(python=sys.executable) as zygote:
     assert reports(report["leak"], "ATTEMPT") == ["read"]
     assert reports(report["leak"], "denied")[0] in ("EACCES", "ENOENT")
     if report["mode"] == "user-namespaces":
+        # the unprivileged worker holds its speed trial's jobs: stops them, reads their memory
+        assert report["trial"] == "ranked"
         assert report["minimum"]
         assert (
             report["active"]["PID namespace"]

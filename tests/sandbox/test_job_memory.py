@@ -20,7 +20,7 @@ import torch
 
 from bot.sandbox.api import Call, GiB, Limits, SandboxRequest
 from bot.sandbox.client import Zygote
-from bot.sandbox.turns import TurnSpec
+from bot.sandbox.turns import TensorShape, TurnSpec
 from tests.sandbox.memory_scan import scan_results, scanner_source
 from tests.sandbox.support import raw, to_tensor
 
@@ -113,12 +113,14 @@ def test_a_job_finds_nothing_of_an_earlier_job(zygote: Zygote) -> None:
 
 
 def _turn(zygote: Zygote, source: str, inputs: torch.Tensor) -> tuple[torch.Tensor, str]:
-    spec = TurnSpec(source, "turn.py", "ident", LIMITS)
+    shape = TensorShape(str(inputs.dtype).removeprefix("torch."), tuple(inputs.shape))
+    spec = TurnSpec(source, "turn.py", "ident", LIMITS, "cpu", (shape,))
+    returned = torch.empty_like(inputs)
     with zygote.turn(spec) as turn:
         assert turn.loaded, turn.over
-        _, output = turn.call((raw(inputs),))
-        assert output is not None and output.tensor is not None, turn.over
-        returned = to_tensor(output.tensor)
+        nbytes = inputs.numel() * inputs.element_size()
+        timed = turn.call(((inputs.data_ptr(), nbytes),), shape, (returned.data_ptr(), nbytes), 60)
+        assert timed.read, (timed, turn.over)
     over = turn.end()
     assert over.status == "ok", over
     return returned, over.stdout

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.api import CallResult, RawTensor
+from bot.sandbox.api import CallResult, Limits, RawTensor
 from bot.sandbox.codec import (
     JobKind,
     JobOrder,
@@ -33,6 +33,7 @@ from bot.sandbox.framing import (
 )
 from bot.sandbox.observation import ExitRecord, Life, life_from_json, life_to_json
 from bot.sandbox.transcript import Transcript
+from bot.sandbox.turns import TensorShape, TurnTranscript
 from tests.sandbox.support import FAST, add_call, request
 
 
@@ -249,3 +250,40 @@ def test_clip_keeps_head_and_tail() -> None:
     assert len(clipped) == 200
     assert clipped.startswith("HEAD") and clipped.endswith("TAIL")
     assert clip("short", 200) == "short"
+
+
+# -- speed-trial turns: the worker's reading of a held job --------------------------------
+
+
+def _turn_transcript() -> TurnTranscript:
+    transcript = TurnTranscript(Limits(), (TensorShape("float32", (4,)),))
+    transcript.accept({"kind": "loaded", "buffers": [4096]}, b"")
+    return transcript
+
+
+def _returned(nonce: str) -> dict[str, object]:
+    tensor = {"dtype": "float32", "shape": [4]}
+    return {"kind": "returned", "nonce": nonce, "address": 8192, "tensor": tensor, "memory": False}
+
+
+def test_a_turn_answer_is_taken_only_for_the_call_just_made() -> None:
+    transcript = _turn_transcript()
+    with pytest.raises(ProtocolError, match="unexpected 'returned' frame"):
+        transcript.accept(_returned("a" * 32), b"")  # no call made yet
+    transcript.awaiting = "b" * 32
+    with pytest.raises(ProtocolError, match="not to the call that was made"):
+        transcript.accept(_returned("a" * 32), b"")
+    transcript.accept(_returned("b" * 32), b"")
+    (answer,) = transcript.answers
+    assert (answer.address, answer.tensor) == (8192, TensorShape("float32", (4,)))
+    assert transcript.awaiting == ""
+    with pytest.raises(ProtocolError, match="unexpected 'returned' frame"):
+        transcript.accept(_returned("b" * 32), b"")  # the same answer twice
+
+
+def test_a_turn_job_must_give_one_buffer_per_input_and_no_payloads() -> None:
+    transcript = TurnTranscript(Limits(), (TensorShape("float32", (4,)),))
+    with pytest.raises(ProtocolError, match="one buffer per input"):
+        transcript.accept({"kind": "loaded", "buffers": [4096, 8192]}, b"")
+    with pytest.raises(OversizeError):
+        _turn_transcript().accept({"kind": "released"}, b"x")

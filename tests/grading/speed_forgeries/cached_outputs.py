@@ -1,33 +1,23 @@
-"""Forgery: remember every answer (in memory and on disk) and replay it when asked again."""
-
-import hashlib
-import os
-import pickle
+"""Forgery: remember every answer under a cheap fingerprint of its input (32 sampled values)
+and replay it when the same input comes again: cheaper than the softmax, so it would win at
+once if any input were ever repeated."""
 
 import torch
 
 print("FORGERY output cache", flush=True)
 _MEMORY = {}
-_DISK = os.path.join(os.environ.get("TMPDIR", "/tmp"), "softmax-cache")
 
 
 def _key(x):
-    return hashlib.sha1(x.numpy().tobytes()).hexdigest()
+    return x.reshape(-1)[:: max(1, x.numel() // 32)].numpy().tobytes()
 
 
 def softmax(x):
     key = _key(x)
-    if key in _MEMORY:
-        return _MEMORY[key]
-    path = f"{_DISK}-{key}"
-    if os.path.exists(path):
-        with open(path, "rb") as handle:
-            return pickle.load(handle)
+    hit = _MEMORY.get(key)
+    if hit is not None:
+        print("FORGERY cache hit", flush=True)
+        return hit
     result = torch.softmax(x, dim=-1)
     _MEMORY[key] = result
-    try:
-        with open(path, "wb") as handle:
-            pickle.dump(result, handle)
-    except OSError:
-        pass
     return result

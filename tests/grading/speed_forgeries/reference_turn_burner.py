@@ -1,21 +1,26 @@
-"""Forgery: leave a process behind that burns the core while the reference has its turn."""
+"""Forgery: burn the core from a thread (and a process, if one could start) so that the
+reference's calls, which run on the same core, are slowed."""
 
 import os
-import time
+import threading
 
 import torch
 
 print("FORGERY reference-turn burner", flush=True)
-if os.fork() == 0:
-    try:
-        os.setsid()  # leave the job's session, if allowed
-    except OSError as exc:
-        print(f"setsid refused: {exc.__class__.__name__}", flush=True)
-    if os.fork() == 0:  # orphan a grandchild, as a daemon would
-        end = time.monotonic() + 30
-        while time.monotonic() < end:
+try:
+    if os.fork() == 0:
+        while True:
             pass
-    os._exit(0)
+except OSError as exc:
+    print(f"fork refused: {exc.__class__.__name__}", flush=True)
+
+
+def _burn():
+    while True:
+        pass
+
+
+threading.Thread(target=_burn, daemon=True).start()
 
 
 def softmax(x):
