@@ -2,8 +2,9 @@
 
 A speed result never changes XP: it rides on the verdict (``Verdict.speed``) for the boards.
 Every speed reference declares the bytes its op must move, so every result carries achieved
-GB/s against this host's peak as a note; only a task whose lesson is bandwidth
-(``JUDGED_BANDWIDTH``: roofline/fused-gelu) gets a check out of it, and only on a GPU.  The
+GB/s and this host's peak (for the boards and the bottleneck work that follows); only a task
+whose lesson is bandwidth (``JUDGED_BANDWIDTH``: roofline/fused-gelu) has it in words, as a
+note on a CPU and as a check on a GPU.  The
 trial's physics floor uses this host's roof: the cache-resident bandwidth and the matmul
 FLOP/s it measured on a CPU, the datasheet's bandwidth on a GPU.
 """
@@ -45,7 +46,7 @@ def add_speed(spec: JobSpec, verdict: Verdict, sandbox: TurnRunner, device: str)
         result = dataclasses.replace(result, peak_gbs=peak[0])
     if device == "cuda" and judged:
         checks = (*checks, _bandwidth(spec.speed.function, outcome, peak, device))
-    elif result is not None and peak is not None:
+    elif judged and result is not None and peak is not None:  # its wording is this lesson's
         notes.append(cpu_reading(result.achieved_gbs, peak[0], result.reference_gbs))
     return _rescored(dataclasses.replace(verdict, checks=checks, speed=result), notes)
 

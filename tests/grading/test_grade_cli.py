@@ -174,6 +174,8 @@ def test_a_speed_ranked_task_reports_its_trial_in_json_and_in_words(tmp_path: Pa
     (note,) = [n for n in verdict["notes"] if n.startswith("Speed: ")]
     assert f"× the reference on {speed['device']}" in note
     assert speed["instrument"] == 2 and 0 < speed["board_ratio"] <= speed["ratio"]
+    assert speed["achieved_gbs"] > 0  # carried for every task, put in words for fused-gelu only
+    assert not [n for n in verdict["notes"] if n.startswith("Roofline:")]
 
 
 def test_no_trial_skips_the_speed_trial_and_says_so(tmp_path: Path) -> None:
