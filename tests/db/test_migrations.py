@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from datetime import date, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -23,6 +23,7 @@ from bot.errors import DatabaseError
 from bot.progress.periods import week_of
 from bot.progress.speed_board import fastest_of_week, record_speed, speed_board, speed_task_refs
 from graders.base import SPEED_INSTRUMENT, SpeedResult
+from tests import timeline
 from tests.postgres_server import BACKENDS, PostgresServer
 from tests.progress.world import BERLIN, GUILD_ID, World
 
@@ -106,7 +107,8 @@ SPEED_RESULTS_0008 = sa.table(
     sa.column("created_at", UTCDateTime()),
 )
 TASK = "go-brrrr/matmul-three-ways"
-WEEK = week_of(date(2026, 12, 14), BERLIN)
+#: a week after the real now, as the boards' own tests use
+WEEK = week_of(timeline.monday_after(timeline.now(), days=7).date(), BERLIN)
 _SUBMITTED = itertools.count()
 
 
