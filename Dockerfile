@@ -40,6 +40,7 @@ FROM base AS bot
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY graders ./graders
+COPY sandbox ./sandbox
 COPY migrations ./migrations
 COPY quests ./quests
 RUN /app/.venv/bin/pip install -e ".[postgres]" \
@@ -85,6 +86,7 @@ RUN apt-get update \
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY graders ./graders
+COPY sandbox ./sandbox
 COPY migrations ./migrations
 COPY quests ./quests
 RUN /app/.venv/bin/pip install "torch==${TORCH_VERSION}" -e ".[worker,postgres]" \

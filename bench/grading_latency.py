@@ -44,7 +44,7 @@ BASELINE = """
 import sys, time
 import torch
 from graders import load_grader
-from bot.sandbox.api import RawTensor
+from sandbox.api import RawTensor
 grader = load_grader(sys.argv[2])
 plan = grader.plan(1234, "cpu")
 namespace = {}
@@ -60,9 +60,9 @@ def compute_alone(repeats: int, task: str, grader_name: str, solution: Path) -> 
     """Median seconds of plan + learner functions + judge in-process (no sandbox)."""
     import torch
 
-    from bot.sandbox.api import CallResult, SandboxResult
     from graders import load_grader
     from graders.tensors import to_raw
+    from sandbox.api import CallResult, SandboxResult
 
     grader = load_grader(grader_name)
     namespace: dict[str, object] = {}

@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.fakediscord import FakeDiscord, User
-from tests.fakediscord.process import BotProcess
+from fakediscord import FakeDiscord, User
+from fakediscord.process import BotProcess
 
 REPO = Path(__file__).resolve().parent.parent
 CORRECT = (REPO / "tests" / "graders" / "solutions" / "correct.py").read_bytes()

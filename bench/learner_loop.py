@@ -89,8 +89,8 @@ def watch(saves: int, folder: Path) -> None:
     from bot.config import Settings
     from bot.content import load_content
     from bot.content.schema import BuildTask
-    from bot.grading.local import launch_sandbox, prepare
-    from bot.grading.service import grade_prepared
+    from bot.worker.grade_job import grade_prepared
+    from bot.worker.local import launch_sandbox, prepare
 
     target = folder / "watched.py"
     source = SOLUTION.read_bytes()

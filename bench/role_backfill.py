@@ -32,10 +32,10 @@ from bot.db import migrate
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import Guild, Member, XpEntry
 from bot.progress.totals import rebuild_totals
-from tests.fakediscord import FakeDiscord, Permission
-from tests.fakediscord import Guild as FakeGuild
-from tests.fakediscord.process import BotProcess
-from tests.fakediscord.ratelimits import MEMBER_ROLE, RateLimitPolicy
+from fakediscord import FakeDiscord, Permission
+from fakediscord import Guild as FakeGuild
+from fakediscord.process import BotProcess
+from fakediscord.ratelimits import MEMBER_ROLE, RateLimitPolicy
 
 REPO = Path(__file__).resolve().parent.parent
 XP_EACH = 60  # level 2 starts at 50

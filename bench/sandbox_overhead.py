@@ -27,8 +27,8 @@ sys.path.insert(0, os.environ.get("BRRRBOT_BENCH_TREE", str(Path(__file__).resol
 
 import torch
 
-from bot.sandbox import Zygote
-from bot.sandbox.api import Call, RawTensor, SandboxRequest
+from sandbox import Zygote
+from sandbox.api import Call, RawTensor, SandboxRequest
 
 TREE = sys.path[0]
 SOURCE = "def add(a, b):\n    return a + b\n"

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 import torch
 
 import graders.speed
-from bot.grading import peaks
-from bot.grading.job_spec import SpeedSpec
-from bot.grading.speed_trial import Roof, TrialOutcome, _off_the_job_core, fresh_inputs, run_trial
-from bot.sandbox import Zygote
-from bot.sandbox.turns import TensorShape, TurnSpec
+from bot.jobs.job_spec import SpeedSpec
+from bot.worker import peaks
+from bot.worker.speed_trial import Roof, TrialOutcome, _off_the_job_core, fresh_inputs, run_trial
 from graders import REGISTRY
+from sandbox import Zygote
+from sandbox.turns import TensorShape, TurnSpec
 
 #: reference -> (grader whose limits apply, the task's function name)
 TASKS = {

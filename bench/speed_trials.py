@@ -14,11 +14,11 @@ import statistics
 import time
 from pathlib import Path
 
-from bot.grading import peaks
-from bot.grading.job_spec import SpeedSpec
-from bot.grading.speed_trial import run_trial
-from bot.sandbox import Zygote
+from bot.jobs.job_spec import SpeedSpec
+from bot.worker import peaks
+from bot.worker.speed_trial import run_trial
 from graders import REGISTRY
+from sandbox import Zygote
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).parent / "speed_solutions"

@@ -26,6 +26,7 @@ RESTARTING = "The bot is restarting; try again in a minute."
 
 #: extensions loaded at start, one per feature area
 EXTENSIONS: tuple[str, ...] = (
+    "bot.exts.errors",  # first: the tree's error handler and server-naming check
     "bot.exts.quests",
     "bot.exts.submissions",
     "bot.exts.tokens",
@@ -61,10 +62,6 @@ class BrrrBot(commands.Bot):
         self._refusals: set[asyncio.Task[None]] = set()
 
     async def setup_hook(self) -> None:
-        from bot.exts.errors import name_the_guild, on_app_command_error
-
-        self.tree.on_error = on_app_command_error
-        self.tree.interaction_check = name_the_guild  # log lines of a command name its server
         for extension in EXTENSIONS:
             await self.load_extension(extension)
         await self._sync_commands()

@@ -1,7 +1,7 @@
 """Start ``brrrbot grade`` with an environment that holds no secret, until its sandbox forks.
 
 ``brrrbot grade`` forks its sandbox from the CLI process to save a torch import
-(``bot.grading.local``), and a fork takes the whole memory of the process along: its
+(``bot.worker.local``), and a fork takes the whole memory of the process along: its
 environment too, both the strings the kernel put on its stack and Python's copies of them,
 which no ``os.environ.clear()`` erases.  So a ``grade`` started with any variable beyond a
 short list of plain ones (paths, locale, terminal, and the thread and library settings torch

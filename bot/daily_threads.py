@@ -4,7 +4,7 @@ Plain module (no discord): the thread's name and opener, and its record in the p
 The scheduler opens the thread after the post's last part is sent and before the post is
 marked posted, so a retry after a crash tries again (Discord answers 160004, "already
 exists", which counts as done) and a posted day never opens a second one.  Verdicts never
-go to the thread: it is for talk, and grading stays private (``bot.grading.outcomes``).
+go to the thread: it is for talk, and grading stays private (``bot.delivery.outcomes``).
 """
 
 from __future__ import annotations

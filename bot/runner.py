@@ -26,16 +26,16 @@ from bot.content.location import content_directory
 from bot.db import migrate, presence
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.errors import ConfigError, ServiceUnavailable
-from bot.grading import PARENT_PID_ENV
-from bot.http import api
+from bot.http import api_routes
 from bot.http.health import HealthCheck
 from bot.http.server import http_server
 from bot.metrics import Scrape
-from bot.sandbox import linux
 from bot.services import Services
 from bot.shutdown import Shutdown
 from bot.startup import load_content_or_fail
 from bot.supervision import Backoff
+from bot.worker import PARENT_PID_ENV
+from sandbox import linux
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ async def _serve_until_stopped(
                     settings,
                     HealthCheck(bot, services.reads),
                     Scrape(services.reads, bot),
-                    setups=(api.setup(services),),
+                    setups=(api_routes.setup(services),),
                 ),
                 local_worker_pool(local_workers, settings, shutdown),
                 bot,

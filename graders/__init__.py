@@ -10,7 +10,7 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.sandbox.api import GiB, Limits, MiB
+from sandbox.api import GiB, Limits, MiB
 
 if TYPE_CHECKING:
     from graders.base import Grader

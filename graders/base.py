@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
-from bot.sandbox.api import Call, Limits, SandboxResult
+from sandbox.api import Call, Limits, SandboxResult
 
 VerdictStatus = Literal["passed", "failed", "error"]
 

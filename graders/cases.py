@@ -20,13 +20,13 @@ from typing import Protocol, TypeVar
 
 import torch
 
-from bot.sandbox.api import Call, CallResult, GiB, Limits, SandboxResult
 from graders.base import Check, Plan, Verdict, VerdictStatus
 from graders.comparison import Case, compare
 from graders.job_status import job_verdict
 from graders.mistakes import diagnose
 from graders.source_scan import Rules, ScanReport, forbidden_ops, scan
 from graders.tensors import to_raw
+from sandbox.api import Call, CallResult, GiB, Limits, SandboxResult
 
 _MAX_LISTED = 3
 #: inputs with at most this many numbers in all are shown in the feedback; larger ones

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from bot.sandbox.api import CallResult
 from graders.tensors import dtype_name, from_raw
 from graders.tracebacks import summarise_error
+from sandbox.api import CallResult
 
 
 @dataclass(frozen=True)

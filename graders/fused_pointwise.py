@@ -1,7 +1,7 @@
 """Grader for roofline/fused-gelu: bias add plus tanh GELU as one pointwise chain.
 
 This grader judges correctness, on small cases, on any host.  Speed is judged by the task's
-speed trial (``speed:`` in roofline.yaml, ``bot.grading.speed_trial``): the worker's own clock
+speed trial (``speed:`` in roofline.yaml, ``bot.worker.speed_trial``): the worker's own clock
 times the learner's function against the eager chain, and the achieved bandwidth is checked
 against the host's peak (``graders.roofline``): measured at start on a CPU host, the
 datasheet's on a GPU, looked up in ``PEAK_BANDWIDTH`` by the name the trusted process reads
@@ -22,11 +22,11 @@ from types import MappingProxyType
 
 import torch
 
-from bot.sandbox.api import GiB, Limits, MiB
 from graders.cases import CaseGrader
 from graders.comparison import Case, Mistake
 from graders.draws import draw_normal
 from graders.tensors import dtype_name
+from sandbox.api import GiB, Limits, MiB
 
 FUNCTION = "fused_gelu_bias"
 #: sqrt(2 / pi) and the cubic coefficient of the tanh approximation of GELU

@@ -7,8 +7,8 @@ sandbox's own words and a hint about the usual cause.  Only ``internal_error`` i
 
 from __future__ import annotations
 
-from bot.sandbox.api import JobStatus, SandboxResult
 from graders.base import Check, Verdict
+from sandbox.api import JobStatus, SandboxResult
 
 HINTS: dict[JobStatus, str] = {
     "load_error": (

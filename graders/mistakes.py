@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import torch
 
-from bot.sandbox.api import CallResult
 from graders.comparison import Case, explained_by
 from graders.tensors import from_raw
+from sandbox.api import CallResult
 
 
 def diagnose(wrong: Sequence[tuple[Case, CallResult | None]], nonfinite_hint: str = "") -> str:

@@ -1,6 +1,6 @@
 """The roofline reading of a speed trial: achieved memory bandwidth against the host's peak.
 
-Pure judgement (no timing happens here): the trial (``bot.grading.speed_trial``) measures the
+Pure judgement (no timing happens here): the trial (``bot.worker.speed_trial``) measures the
 compute time of the learner's function and of the eager reference by the worker's clock, the
 worker knows its peak (measured at start on a CPU host, the datasheet's on a GPU), and this
 turns them into one verdict check that names the bottleneck.

@@ -12,7 +12,7 @@ import ctypes
 
 import torch
 
-from bot.sandbox.api import RawTensor
+from sandbox.api import RawTensor
 
 
 def dtype_name(dtype: torch.dtype) -> str:

@@ -14,10 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.content import BuildTask, Content, load_content
 from bot.db.models import Guild, Member, Submission
-from bot.grading import queue
-from bot.grading.capabilities import Requirements
-from bot.grading.job_spec import JobSpec
-from bot.grading.submission_input import validate_submission
+from bot.intake.submission_input import validate_submission
+from bot.jobs import queue
+from bot.jobs.capabilities import Requirements
+from bot.jobs.job_spec import JobSpec
 from tests.faked_clock import faked_clock_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -123,6 +123,6 @@ async def verify_problems(url: str, lease_s: float) -> list[str]:
     it is consistent): the command's own check, ``verify_database``, run in this process,
     which spares the teardown that calls it a process start.  tests/test_cli.py runs the
     command itself."""
-    from bot.db.verify import verify_database
+    from bot.invariants import verify_database
 
     return [str(problem) for problem in await verify_database(url, lease_s)]

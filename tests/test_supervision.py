@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from bot.config import ENV_FILE_VARIABLE, Settings
-from bot.grading import PARENT_PID_ENV
 from bot.runner import PoolSupervisor, worker_environment
 from bot.supervision import Backoff
+from bot.worker import PARENT_PID_ENV
 from tests.support import REPO
 
 SECRET = "discord-token-that-must-stay-in-the-bot"
@@ -161,7 +161,7 @@ async def test_any_exit_code_is_restarted(code: int) -> None:
 #: ``brrrbot worker --count 2``'s supervisor with sleepers for workers (no torch to wait for)
 POOL_OF_SLEEPERS = (
     "import sys\n"
-    "from bot.grading import pool\n"
+    "from bot.worker import pool\n"
     "pool.worker_command = lambda count, insecure: "
     "[sys.executable, '-c', 'import time; time.sleep(600)']\n"
     "raise SystemExit(pool._supervise(2, insecure=False))\n"

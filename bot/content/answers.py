@@ -10,10 +10,19 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from bot.content.schema import Question
+
+class Question(Protocol):
+    """What matching reads of a quiz question (``bot.content.schema.Question`` has it)."""
+
+    @property
+    def tolerance(self) -> float | None: ...
+    @property
+    def answers(self) -> Sequence[str]: ...
+    def numeric_answers(self) -> tuple[float, ...]: ...
+
 
 _WRAPPERS = "\"'`“”‘’"
 _TRAILING = ".!?;:,"

@@ -183,7 +183,7 @@ class GradingJob(CreatedAt, Base):
         ForeignKey("submissions.id", ondelete="CASCADE"), index=True
     )
     status: Mapped[str] = mapped_column(String(16), default="queued")
-    #: what the task needs from a worker (see bot.grading.capabilities)
+    #: what the task needs from a worker (see bot.jobs.capabilities)
     needs_cuda: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     min_gpu_memory_mib: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
@@ -195,7 +195,7 @@ class GradingJob(CreatedAt, Base):
     finished_at: Mapped[datetime | None]
     result: Mapped[dict[str, Any] | None]
     error: Mapped[str | None] = mapped_column(Text)
-    #: everything grading needs (``bot.grading.job_spec.JobSpec``); None on jobs queued
+    #: everything grading needs (``bot.jobs.job_spec.JobSpec``); None on jobs queued
     #: before revision 0005
     spec: Mapped[dict[str, Any] | None]
 
@@ -214,7 +214,7 @@ class WorkerHeartbeat(Base):
     cuda: Mapped[bool] = mapped_column(Boolean, default=False)
     gpu_name: Mapped[str | None] = mapped_column(String(128))
     gpu_memory_mib: Mapped[int] = mapped_column(Integer, default=0)
-    # the host's CPU model and the roofline the worker measured at start (bot.grading.peaks)
+    # the host's CPU model and the roofline the worker measured at start (bot.worker.peaks)
     cpu_model: Mapped[str | None] = mapped_column(String(128))
     peak_gbs: Mapped[float | None] = mapped_column(Float)
     peak_gflops: Mapped[float | None] = mapped_column(Float)

@@ -27,14 +27,16 @@ from bot.db.dialect import upsert
 from bot.db.models import BotState, WorkerHeartbeat
 from bot.db.types import utcnow
 from bot.errors import DatabaseError
-from bot.grading import heartbeat
 
 log = logging.getLogger(__name__)
 
 KEY = "bot.alive"
-BEAT_S = heartbeat.BEAT_S
-#: a beat older than this is a bot that is gone (three beats, as for workers)
-RECENT_S = heartbeat.RECENT_S
+#: how often the bot and each worker beat, in seconds
+BEAT_S = 10.0
+#: a process not seen for this long is presumed gone: three beats.  A live process's row is at
+#: most one beat plus one slow write old (a beat may wait up to SQLite's 15 s busy timeout for
+#: the write lock), about 25 s; a killed worker's row stops counting 30 s after its last beat.
+RECENT_S = 3 * BEAT_S
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The loop that brings verdicts back to members, and the Discord side of sending them.
 
 What is due, in which order, by which route and what a failure costs is decided in
-``bot.grading.outcomes``; this cog runs it in a loop and implements its ``Transport``: edit
+``bot.delivery.outcomes``; this cog runs it in a loop and implements its ``Transport``: edit
 the member's original response, send a DM, or post a short notice in a channel.
 """
 
@@ -15,8 +15,8 @@ import discord
 from discord.ext import commands
 
 from bot.app import BrrrBot
-from bot.grading import outcomes
-from bot.grading.transport import PendingVerdict, RouteRefused, Transport
+from bot.delivery import outcomes
+from bot.delivery.transport import PendingVerdict, RouteRefused, Transport
 from bot.presentation.verdicts import delivered_verdict, verdict_notice
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class GatedTransport:
 
 
 class DiscordTransport:
-    """``bot.grading.transport.Transport`` over discord.py; a route Discord refuses raises
+    """``bot.delivery.transport.Transport`` over discord.py; a route Discord refuses raises
     ``RouteRefused`` so the next one is tried."""
 
     def __init__(self, bot: BrrrBot) -> None:

@@ -15,6 +15,7 @@ import sqlite3
 
 import discord
 from discord import app_commands
+from discord.ext import commands
 from sqlalchemy.exc import OperationalError
 
 from bot.exts.common import UserFacingError
@@ -95,3 +96,9 @@ def _storage_message(error: BaseException, ref: str) -> str | None:
     if "database is locked" in text or "database is busy" in text:
         return f"The database is busy, so nothing was saved (ref {ref}). Try again in a minute."
     return None
+
+
+async def setup(bot: commands.Bot) -> None:
+    """Every command's errors go through ``on_app_command_error``; its log lines name the server."""
+    bot.tree.on_error = on_app_command_error
+    bot.tree.interaction_check = name_the_guild

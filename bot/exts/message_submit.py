@@ -1,7 +1,7 @@
 """The "Submit solution" message command: submit the code of one's own message.
 
 The member right-clicks their message (Apps > Submit solution).  The bot takes its ``.py`` or
-``.ipynb`` attachment or its ``python`` code block (``bot.grading.message_code``), downloads
+``.ipynb`` attachment or its ``python`` code block (``bot.intake.message_code``), downloads
 an attachment at once (its URL is signed and expires), and asks for the build task with a
 select menu, today's quest's tasks first.  The pick goes through ``/submit``'s own path
 (``bot.exts.submissions.queue_upload``): same validation, limits, rate limits, queue and
@@ -36,8 +36,8 @@ from bot.curriculum.task_choices import TaskMenu, build_task_menu
 from bot.exts.common import UserFacingError, bot_of, find_task, guild_id_of
 from bot.exts.errors import AnswersErrors, on_app_command_error
 from bot.exts.submissions import download, queue_upload
-from bot.grading import intake
-from bot.grading.message_code import AttachedCode, AttachmentInfo, NoCode, find_code
+from bot.intake import accept
+from bot.intake.message_code import AttachedCode, AttachmentInfo, NoCode, find_code
 from bot.presentation.limits import truncate
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class MessageSubmit(commands.Cog):
             raise UserFacingError("This server's map has no build tasks to submit code to.")
         notes: list[str] = []
         if isinstance(found, AttachedCode):
-            limits = intake.UploadLimits.of(self.bot.services.settings)
+            limits = accept.UploadLimits.of(self.bot.services.settings)
             data = await download(message.attachments[found.index], limits)
             filename, source = found.filename, f"`{truncate(found.filename, 80)}`"
             notes += [found.note] if found.note else []

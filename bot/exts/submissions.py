@@ -1,7 +1,7 @@
 """/submit and /submissions.
 
 /submit acknowledges at once (deferred, ephemeral), downloads the file and hands it to the
-``bot.grading.intake.submit`` use case, which validates and queues it; the reply is the
+``bot.intake.accept.submit`` use case, which validates and queues it; the reply is the
 queue position, and the verdict comes back through ``bot.exts.delivery``.  ``download`` and
 ``queue_upload`` are shared with the "Submit solution" message command
 (``bot.exts.message_submit``), so a submission is the same whichever way it came.
@@ -26,9 +26,10 @@ from bot.exts.common import (
     guild_id_of,
     task_autocomplete,
 )
-from bot.grading import heartbeat, intake
-from bot.grading.history import recent_submissions
-from bot.grading.submission_input import format_size
+from bot.intake import accept
+from bot.intake.history import recent_submissions
+from bot.intake.submission_input import format_size
+from bot.jobs import heartbeat
 from bot.presentation.limits import truncate
 from bot.presentation.verdicts import no_worker_text, queued_text
 from bot.progress.members import ensure_member
@@ -51,7 +52,7 @@ class Submissions(commands.Cog):
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         _, quest, found = await find_task(interaction, task, {"build"})
-        data = await download(file, intake.UploadLimits.of(self.bot.services.settings))
+        data = await download(file, accept.UploadLimits.of(self.bot.services.settings))
         await queue_upload(interaction, quest, found, file.filename, data)
 
     @app_commands.command(name="submissions", description="Your recent submissions and verdicts")
@@ -82,7 +83,7 @@ class Submissions(commands.Cog):
         await interaction.edit_original_response(embed=embed)
 
 
-async def download(file: discord.Attachment, limits: intake.UploadLimits) -> bytes:
+async def download(file: discord.Attachment, limits: accept.UploadLimits) -> bytes:
     """Check what we can before downloading; download at once (URLs expire)."""
     if not file.filename.lower().endswith(ALLOWED_EXTENSIONS):
         raise UserFacingError(
@@ -116,22 +117,22 @@ async def queue_upload(
     bot = bot_of(interaction)
     settings = bot.services.settings
     try:
-        queued = await intake.submit(
+        queued = await accept.submit(
             bot.services.sessions,
             guild_id=guild_id_of(interaction),
-            submitter=intake.Submitter(interaction.user.id, display_name(interaction.user)),
+            submitter=accept.Submitter(interaction.user.id, display_name(interaction.user)),
             quest=quest,
             task=task,
             filename=filename,
             data=data,
-            limits=intake.UploadLimits.of(settings),
+            limits=accept.UploadLimits.of(settings),
             hourly_limit=settings.submissions_per_hour,
-            reply=intake.Reply(
+            reply=accept.Reply(
                 interaction.token, interaction.created_at, _notice_channel_id(interaction)
             ),
             now=clock.now,
         )
-    except intake.IntakeRefused as exc:
+    except accept.IntakeRefused as exc:
         raise UserFacingError(str(exc)) from None
     log.info(
         "submission %d queued for %s (%s)",

@@ -1,5 +1,5 @@
 """The API's OpenAPI 3.1 document, written as data: the contract ``brrrbot submit`` and the
-property-based tests read, kept beside the routes it describes (``bot.http.api``)."""
+property-based tests read, kept beside the routes it describes (``bot.http.api_routes``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """self-contained jobs, delivery retries, multi-part posts, a ledger that cannot be rewritten
 
-Jobs carry their grading spec (``bot.grading.job_spec``), so a worker grades any job, a
+Jobs carry their grading spec (``bot.jobs.job_spec``), so a worker grades any job, a
 moderator's quest included, from the database alone; jobs queued before this revision have
 none and are refused by workers with a clear verdict.  Submissions count delivery attempts,
 so one verdict that cannot be sent is retried with backoff and finally marked failed instead

@@ -16,11 +16,11 @@ import pytest
 import pytest_asyncio
 
 from bot.config import Settings
+from fakediscord import Channel, FakeDiscord, Guild, Permission, Role, User
+from fakediscord.bot_events import BotEvents
+from fakediscord.handle import InteractionHandle
+from fakediscord.process import BotProcess
 from tests import timeline
-from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, Role, User
-from tests.fakediscord.bot_events import BotEvents
-from tests.fakediscord.handle import InteractionHandle
-from tests.fakediscord.process import BotProcess
 from tests.support import BUILD_TASK, SEED_QUESTS, SOLUTIONS, verify_problems
 
 #: 00:00 UTC of the Monday at least two days after the real now: a bot whose clock starts in

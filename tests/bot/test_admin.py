@@ -9,9 +9,9 @@ from contextlib import closing
 
 import pytest
 
+from fakediscord import Message, User
 from tests.bot.conftest import World
 from tests.bot.test_learner_commands import _text
-from tests.fakediscord import Message, User
 from tests.support import REPO, SOLUTIONS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

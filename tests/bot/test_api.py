@@ -25,8 +25,8 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
+from fakediscord import Channel, Guild, User
 from tests.bot.conftest import CORRECT, World, start_world
-from tests.fakediscord import Channel, Guild, User
 from tests.support import BUILD_TASK, run_cli
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 import pytest
 import pytest_asyncio
 
+from fakediscord import User
 from tests.bot.conftest import World, start_world
-from tests.fakediscord import User
 from tests.support import SEED_QUESTS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

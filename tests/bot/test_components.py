@@ -15,10 +15,10 @@ import pytest_asyncio
 
 from bot.exts.admin.content import EXPIRED
 from bot.exts.stale_components import STALE
+from fakediscord import Message
 from tests.bot.conftest import World, start_world
 from tests.bot.test_admin import ADDED_QUEST, _custom_id
 from tests.bot.test_learner_commands import _text
-from tests.fakediscord import Message
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

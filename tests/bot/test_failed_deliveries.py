@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import pytest_asyncio
 
-from bot.grading.delivery_failures import RETRIES
+from bot.delivery.failures import RETRIES
 from tests import timeline
 from tests.bot.conftest import World, start_world
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from fakediscord import User
 from tests.bot.conftest import World, start_world
 from tests.bot.test_learner_commands import _text
-from tests.fakediscord import User
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -8,8 +8,8 @@ from contextlib import closing
 
 import pytest
 
+from fakediscord import User
 from tests.bot.conftest import World
-from tests.fakediscord import User
 from tests.support import BUILD_TASK, SOLUTIONS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

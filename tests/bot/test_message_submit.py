@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from bot.daily_threads import OPENER
+from fakediscord import InteractionHandle, Message, User
 from tests.bot.conftest import CORRECT, World
-from tests.fakediscord import InteractionHandle, Message, User
 from tests.support import BUILD_TASK
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

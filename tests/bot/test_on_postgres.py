@@ -3,8 +3,8 @@
 The bot migrates an empty PostgreSQL database at start, queuing a submission NOTIFYs
 the workers' channel with the job's id, its local worker LISTENs there, and XP lands in
 a ledger that refuses UPDATE and DELETE.  That the claim skips rows locked by another
-claimer (SKIP LOCKED) is shown on PostgreSQL by ``tests/grading/test_queue.py``, and
-that a NOTIFY wakes a waiting worker by ``tests/grading/test_wakeup.py``.
+claimer (SKIP LOCKED) is shown on PostgreSQL by ``tests/jobs/test_queue.py``, and
+that a NOTIFY wakes a waiting worker by ``tests/worker/test_wakeup.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 
 from bot.db import migrate
-from bot.grading.queue import JOBS_CHANNEL
+from bot.jobs.queue import JOBS_CHANNEL
 from tests.bot.conftest import World, start_world
 from tests.bot.test_admin import ADDED_QUEST, _publish
 from tests.postgres_server import PostgresServer

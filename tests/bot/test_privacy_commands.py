@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from fakediscord import Message, User
 from tests.bot.conftest import CORRECT, START, World, start_world
-from tests.fakediscord import Message, User
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -15,8 +15,8 @@ from datetime import timedelta
 import pytest
 import pytest_asyncio
 
+from fakediscord import Message, Permission, Role, User
 from tests.bot.conftest import MONDAY, World, start_world
-from tests.fakediscord import Message, Permission, Role, User
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

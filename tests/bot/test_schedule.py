@@ -15,8 +15,8 @@ import pytest_asyncio
 
 from bot.content import load_content
 from bot.curriculum.guild_map import GuildMap
+from fakediscord import User
 from tests.bot.conftest import MONDAY, World, start_world
-from tests.fakediscord import User
 from tests.support import SEED_QUESTS
 from tests.timeline import BERLIN, local, local_day, transition
 

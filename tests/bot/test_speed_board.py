@@ -38,9 +38,9 @@ from bot.progress.speed_board import (
     SpeedEntry,
     is_speed_ranked,
 )
+from fakediscord import Message, User
 from graders.base import SPEED_INSTRUMENT, Check, SpeedResult, Verdict
 from tests.bot.conftest import START, World, start_world
-from tests.fakediscord import Message, User
 from tests.presentation.discord_check import assert_sendable, text_of
 from tests.support import BUILD_TASK, seed_content
 

@@ -15,9 +15,9 @@ import pytest
 import pytest_asyncio
 
 from bot.daily_threads import OPENER
+from fakediscord import Permission
+from fakediscord.models import Thread
 from tests.bot.conftest import MONDAY, World, start_world
-from tests.fakediscord import Permission
-from tests.fakediscord.models import Thread
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

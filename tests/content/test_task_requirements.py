@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from bot.content.schema import BuildTask
-from bot.grading.capabilities import Capabilities, Requirements
+from bot.jobs.capabilities import Capabilities, Requirements
 
 BASE = {
     "id": "t",

@@ -26,10 +26,10 @@ from bot.db import migrate, presence
 from bot.db.backup import BackupError, backup, restore
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.types import utcnow
-from bot.db.verify import verify
 from bot.errors import UserError
-from bot.grading import heartbeat
-from bot.grading.capabilities import Capabilities
+from bot.invariants import verify
+from bot.jobs import heartbeat
+from bot.jobs.capabilities import Capabilities
 from bot.progress.grants import grant
 from tests.support import GUILD_ID, add_member, run_cli
 

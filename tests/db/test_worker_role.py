@@ -17,9 +17,9 @@ from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import Member, Submission, XpEntry
 from bot.db.setup import grant_worker_role
 from bot.errors import UserError
-from bot.grading import heartbeat, queue
-from bot.grading.capabilities import Capabilities
-from bot.grading.job_spec import JobSpec
+from bot.jobs import heartbeat, queue
+from bot.jobs.capabilities import Capabilities
+from bot.jobs.job_spec import JobSpec
 from graders.base import Verdict
 from tests.postgres_server import PostgresServer
 from tests.support import add_member, queue_submission, run_cli

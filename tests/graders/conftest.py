@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from bot.content import Content, load_content
-from bot.grading.service import SandboxRunner
-from bot.sandbox import Zygote
+from bot.worker.grade_job import SandboxRunner
+from sandbox import Zygote
 from tests.support import SEED_QUESTS
 
 pytest.register_assert_rewrite("tests.graders.support")

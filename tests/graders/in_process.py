@@ -12,9 +12,9 @@ from types import CodeType, FunctionType, ModuleType
 
 import torch
 
-from bot.sandbox.api import Call, CallResult, RawTensor, SandboxResult
 from graders.base import Plan
 from graders.tensors import from_raw, to_raw
+from sandbox.api import Call, CallResult, RawTensor, SandboxResult
 
 FILENAME = "submission.py"
 

@@ -10,10 +10,10 @@ from collections.abc import Callable
 
 import torch
 
-from bot.sandbox.api import Call, CallResult, CallStatus, SandboxResult
 from graders.base import Plan
 from graders.comparison import Case
 from graders.tensors import to_raw
+from sandbox.api import Call, CallResult, CallStatus, SandboxResult
 
 #: what a fake submission returns for one planned case
 Behaviour = Callable[[Case], object]

@@ -14,10 +14,10 @@ from bot.content import Content, QuizTask
 from bot.content.documents import load_file
 from bot.content.quiz_grading import grade_quiz
 from bot.content.schema import Quest
-from bot.grading.service import SandboxRunner
-from bot.grading.submission_input import validate_submission
-from bot.sandbox.api import SandboxRequest, SandboxResult
+from bot.intake.submission_input import validate_submission
+from bot.worker.grade_job import SandboxRunner
 from graders.base import Check, Grader, Verdict
+from sandbox.api import SandboxRequest, SandboxResult
 from tests.support import SEED_QUESTS
 
 

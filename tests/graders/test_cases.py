@@ -8,10 +8,10 @@ from types import MappingProxyType
 
 import torch
 
-from bot.sandbox.api import SandboxResult
 from graders.base import Verdict
 from graders.cases import CaseGrader
 from graders.comparison import Case, Mistake, compare_tensor, error_ratio
+from sandbox.api import SandboxResult
 from tests.graders.in_process import load, run_plan
 
 TASK = "toy/double"

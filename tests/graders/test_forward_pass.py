@@ -10,7 +10,7 @@ import torch
 
 from bot.content import BuildTask, Content, answer_matches
 from bot.content.quiz_grading import grade_quiz
-from bot.grading.service import SandboxRunner
+from bot.worker.grade_job import SandboxRunner
 from graders import load_grader
 from graders.base import Verdict
 from graders.comparison import compare_tensor, error_ratio

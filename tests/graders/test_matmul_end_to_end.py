@@ -1,6 +1,6 @@
 """Each example submission graded for real: validated, run in the sandbox, judged.
 
-Learner code runs only inside ``bot.sandbox``'s jobs, never in this process.
+Learner code runs only inside ``sandbox``'s jobs, never in this process.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.grading.service import SandboxRunner
+from bot.worker.grade_job import SandboxRunner
 from graders.base import Verdict
 from graders.matmul_three_ways import MatmulThreeWays
 from tests.graders.support import grade_in_sandbox

@@ -8,10 +8,10 @@ from collections import Counter
 
 import torch
 
-from bot.sandbox.api import Call
 from graders.comparison import Case
 from graders.matmul_three_ways import MAX_DIM, SHAPES, MatmulThreeWays
 from graders.tensors import from_raw, to_raw
+from sandbox.api import Call
 
 FUNCTIONS = MatmulThreeWays.interface
 LABEL = re.compile(r"^(?P<kind>[\w -]+?) (\d+)x(\d+) @ (\d+)x(\d+), (?P<dtype>float32|float64)$")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.grading.submission_input import validate_submission
+from bot.intake.submission_input import validate_submission
 from graders.source_scan import forbidden_ops, scan
 
 SOLUTIONS = Path(__file__).parent / "solutions"

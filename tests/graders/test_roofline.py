@@ -14,13 +14,13 @@ import graders.fused_pointwise as fp
 import graders.speed
 from bot.content import BuildTask, Content, answer_matches
 from bot.content.quiz_grading import grade_quiz
-from bot.grading.capabilities import Requirements
-from bot.grading.job_spec import JobSpec, SpeedSpec
-from bot.grading.service import SandboxRunner, grade_prepared
-from bot.sandbox.api import SandboxResult
+from bot.jobs.capabilities import Requirements
+from bot.jobs.job_spec import JobSpec, SpeedSpec
+from bot.worker.grade_job import SandboxRunner, grade_prepared
 from graders import load_grader
 from graders.base import Check, Verdict
 from graders.roofline import GPU_FRACTION, bandwidth_check, cpu_reading
+from sandbox.api import SandboxResult
 from tests.graders.support import assert_quiz_passes, grade_in_sandbox, quiz_task
 
 TASK = "roofline/fused-gelu"

@@ -1,6 +1,6 @@
 """tensor-puzzles: the broadcasting drills graded for real in the sandbox, and the shape quiz.
 
-Learner code runs only inside ``bot.sandbox``'s jobs, never in this process.
+Learner code runs only inside ``sandbox``'s jobs, never in this process.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 
 from bot.content.quiz_grading import grade_quiz
 from bot.content.schema import BuildTask, QuizTask
-from bot.grading.service import SandboxRunner
+from bot.worker.grade_job import SandboxRunner
 from graders import load_grader
 from graders.base import Verdict
 from graders.comparison import compare_tensor

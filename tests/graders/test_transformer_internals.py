@@ -1,7 +1,7 @@
 """transformer-internals: softmax, attention and a BPE merge graded for real in the sandbox,
 and the numbers quiz with every accepted answer recomputed here.
 
-Learner code runs only inside ``bot.sandbox``'s jobs, never in this process.
+Learner code runs only inside ``sandbox``'s jobs, never in this process.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 
 from bot.content.quiz_grading import grade_quiz
 from bot.content.schema import BuildTask, QuizTask
-from bot.grading.service import SandboxRunner
+from bot.worker.grade_job import SandboxRunner
 from graders import attention, load_grader, stable_softmax
 from graders.attention import Attention
 from graders.base import Verdict

@@ -24,10 +24,10 @@ from bot.db import migrate
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import WorkerHeartbeat
 from bot.errors import ConfigError
-from bot.grading import heartbeat
-from bot.grading.capabilities import Capabilities
 from bot.http.health import HealthCheck
 from bot.http.server import http_server, listening, make_app
+from bot.jobs import heartbeat
+from bot.jobs.capabilities import Capabilities
 from bot.metrics import Scrape
 
 HEALTH_LOG = "bot.http.health"

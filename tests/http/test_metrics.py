@@ -27,7 +27,7 @@ from bot.exts.metrics_events import MetricsEvents
 from bot.http.health import HealthCheck
 from bot.http.server import METRICS_CONTENT_TYPE, listening, make_app
 from bot.metrics import METRICS, Metrics, Scrape
-from tests.grading.test_outcomes import Clock, FakeTransport, Scene, Store, passed
+from tests.delivery.test_outcomes import Clock, FakeTransport, Scene, Store, passed
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

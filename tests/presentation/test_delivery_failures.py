@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bot.grading.delivery_failures import FailedDelivery
-from bot.presentation.delivery_failures import failed_deliveries_text
+from bot.delivery.failures import FailedDelivery
+from bot.presentation.failed_deliveries import failed_deliveries_text
 from tests import timeline
 from tests.presentation.discord_check import assert_sendable
 

@@ -16,7 +16,7 @@ from sqlalchemy import delete, event, func, select, update
 from bot.db import migrate
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import SpeedRecord, Submission, XpEntry
-from bot.grading.outcomes import settle
+from bot.delivery.outcomes import settle
 from bot.progress import privacy
 from bot.progress.highlights import weekly_highlights
 from bot.progress.periods import week_of

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.sandbox.client import Zygote
+from sandbox.client import Zygote
 from tests.sandbox.support import assert_grades_correctly, assert_job_left_nothing
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import torch
 
-from bot.sandbox.api import Call, KiB, Limits, MiB, RawTensor, SandboxRequest, SandboxResult
-from bot.sandbox.client import Zygote
+from sandbox.api import Call, KiB, Limits, MiB, RawTensor, SandboxRequest, SandboxResult
+from sandbox.client import Zygote
 
 # Set before any zygote starts, like a worker's token: it must never reach a job.
 SECRET_ENV = "BRRRBOT_TEST_SECRET"

@@ -6,9 +6,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from bot.sandbox import cgroups
-from bot.sandbox.api import Limits, MiB
-from bot.sandbox.client import Zygote
+from sandbox import cgroups
+from sandbox.api import Limits, MiB
+from sandbox.client import Zygote
 from tests.sandbox.support import ADD, request
 
 LIMITS = Limits(memory_bytes=256 * MiB, output_bytes=16 * MiB, processes=10)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bot.sandbox.client import Zygote
+from sandbox.client import Zygote
 from tests.sandbox.support import add_call, request, to_tensor
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox import isolation
-from bot.sandbox.channel import JobChannel
-from bot.sandbox.client import PROJECT_ROOT, Zygote
-from bot.sandbox.codec import JobKind, JobOrder, encode_request
-from bot.sandbox.framing import frame_chunks
-from bot.sandbox.transcript import Transcript
+from sandbox import isolation
+from sandbox.channel import JobChannel
+from sandbox.client import PROJECT_ROOT, Zygote
+from sandbox.codec import JobKind, JobOrder, encode_request
+from sandbox.framing import frame_chunks
+from sandbox.transcript import Transcript
 from tests.sandbox.support import (
     ADD,
     ERRNO_NAME,
@@ -126,11 +126,11 @@ except OSError as exc:
         script = f"""
 import json, sys
 sys.path.insert(0, {PROJECT_ROOT!r})
-from bot.sandbox.client import Zygote
-from bot.sandbox.isolation import minimum_ok
+from sandbox.client import Zygote
+from sandbox.isolation import minimum_ok
 from tests.sandbox.support import ADD, ERRNO_NAME, request
-from bot.grading.job_spec import SpeedSpec
-from bot.grading.speed_trial import run_trial
+from bot.jobs.job_spec import SpeedSpec
+from bot.worker.speed_trial import run_trial
 from graders import REGISTRY
 with Zygote(python=sys.executable) as zygote:
     layers = zygote.isolation_report()

@@ -10,9 +10,9 @@ import threading
 import pytest
 import torch
 
-from bot.sandbox import isolation
-from bot.sandbox.api import Call
-from bot.sandbox.client import Zygote
+from sandbox import isolation
+from sandbox.api import Call
+from sandbox.client import Zygote
 from tests.sandbox.support import ADD, FAST, add_call, raw, request, to_tensor
 
 DTYPES = (
@@ -69,7 +69,7 @@ def test_raised_error_shows_only_learner_frames(sandbox: Zygote) -> None:
     assert 'File "submission.py", line 4, in add' in call.error
     assert 'File "submission.py", line 7, in helper' in call.error
     assert call.error.splitlines()[-1].startswith("RuntimeError: mat1 and mat2 shapes")
-    assert "bot/sandbox" not in call.error and "torch/" not in call.error
+    assert "sandbox" not in call.error and "torch/" not in call.error
 
 
 def test_syntax_error_is_a_load_error(sandbox: Zygote) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.sandbox.held_process import HeldProcess, HeldProcessError, only_child
+from sandbox.held_process import HeldProcess, HeldProcessError, only_child
 
 MARK = b"held-process-" + os.urandom(8).hex().encode()
 

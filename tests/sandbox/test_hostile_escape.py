@@ -14,9 +14,9 @@ import socket
 import uuid
 from pathlib import Path
 
-from bot.sandbox import syscalls
-from bot.sandbox.client import PROJECT_ROOT, Zygote
-from bot.sandbox.jail import JOB_ENV
+from sandbox import syscalls
+from sandbox.client import PROJECT_ROOT, Zygote
+from sandbox.jail import JOB_ENV
 from tests.sandbox.support import (
     ADD,
     ERRNO_NAME,
@@ -293,7 +293,7 @@ except OSError as exc:
     assert reports(result.stdout, "mount") == ["-1 EPERM"]
     seen = dict(line.split(" ", 1) for line in reports(result.stdout, "pid"))
     assert set(seen) == {"1", "2"}  # only the init and the job exist in its PID namespace
-    assert all("bot.sandbox.zygote" in cmdline for cmdline in seen.values())  # both were read
+    assert all("sandbox.zygote" in cmdline for cmdline in seen.values())  # both were read
     assert "pytest" not in result.stdout
     assert reports(result.stdout, "mem")[0] in ("EACCES", "EPERM")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from bot.sandbox.client import Zygote
+from sandbox.client import Zygote
 from tests.sandbox.support import ADD, FAST, add_call, reports, request, to_tensor
 
 FORGE = """

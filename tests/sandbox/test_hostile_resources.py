@@ -21,9 +21,9 @@ from pathlib import Path
 
 import torch
 
-from bot.sandbox.api import MiB
-from bot.sandbox.client import Zygote
-from bot.sandbox.supervise import REAP_S
+from sandbox.api import MiB
+from sandbox.client import Zygote
+from sandbox.supervise import REAP_S
 from tests.sandbox.support import ADD, FAST, add_call, reports, request, to_tensor
 
 LATE_S = 1.0

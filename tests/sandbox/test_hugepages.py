@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.sandbox.hugepages import HUGE, anonymous_ranges
+from sandbox.hugepages import HUGE, anonymous_ranges
 
 MAPS = """\
 00400000-00421000 r-xp 00000000 fe:00 123 /usr/bin/python3.11

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from bot.sandbox.api import Call, GiB, Limits, SandboxRequest
-from bot.sandbox.client import Zygote
-from bot.sandbox.turns import TensorShape, TurnSpec
+from sandbox.api import Call, GiB, Limits, SandboxRequest
+from sandbox.client import Zygote
+from sandbox.turns import TensorShape, TurnSpec
 from tests.sandbox.memory_scan import scan_results, scanner_source
 from tests.sandbox.support import raw, to_tensor
 

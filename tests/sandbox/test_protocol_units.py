@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.api import CallResult, Limits, RawTensor
-from bot.sandbox.codec import (
+from sandbox.api import CallResult, Limits, RawTensor
+from sandbox.codec import (
     JobKind,
     JobOrder,
     call_to_json,
@@ -23,7 +23,7 @@ from bot.sandbox.codec import (
     order_from_json,
     order_to_json,
 )
-from bot.sandbox.framing import (
+from sandbox.framing import (
     MAGIC,
     FrameReader,
     OversizeError,
@@ -31,9 +31,9 @@ from bot.sandbox.framing import (
     read_frame,
     write_frame,
 )
-from bot.sandbox.observation import ExitRecord, Life, life_from_json, life_to_json
-from bot.sandbox.transcript import Transcript
-from bot.sandbox.turns import TensorShape, TurnTranscript
+from sandbox.observation import ExitRecord, Life, life_from_json, life_to_json
+from sandbox.transcript import Transcript
+from sandbox.turns import TensorShape, TurnTranscript
 from tests.sandbox.support import FAST, add_call, request
 
 

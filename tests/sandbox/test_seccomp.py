@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox import linux, seccomp, syscalls
+from sandbox import linux, seccomp, syscalls
 
 
 @pytest.mark.parametrize("arch", sorted(syscalls.TABLES))

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from bot.sandbox.api import CallResult, GiB, KiB, Limits, MiB
-from bot.sandbox.isolation import build_layers, format_report, minimum_ok
-from bot.sandbox.observation import ExitRecord, Observation
-from bot.sandbox.transcript import Transcript
-from bot.sandbox.units import format_bytes, format_seconds
-from bot.sandbox.verdict import decide, status_of
+from sandbox.api import CallResult, GiB, KiB, Limits, MiB
+from sandbox.isolation import build_layers, format_report, minimum_ok
+from sandbox.observation import ExitRecord, Observation
+from sandbox.transcript import Transcript
+from sandbox.units import format_bytes, format_seconds
+from sandbox.verdict import decide, status_of
 from tests.sandbox.support import add_call, request
 
 LIMITS = Limits(wall_s=10.0, cpu_s=1.5)

@@ -41,11 +41,11 @@ from pathlib import Path
 
 import pytest
 
+from fakediscord import Channel, FakeDiscord, Guild, Permission, User
+from fakediscord.gateway import Session
+from fakediscord.handle import InteractionHandle
+from fakediscord.process import BotProcess
 from tests.faked_clock import faked_clock_env
-from tests.fakediscord import Channel, FakeDiscord, Guild, Permission, User
-from tests.fakediscord.gateway import Session
-from tests.fakediscord.handle import InteractionHandle
-from tests.fakediscord.process import BotProcess
 from tests.postgres_server import BACKENDS, PostgresServer
 from tests.support import REPO, SEED_QUESTS, verify_problems
 from tests.system.database import SystemDatabase

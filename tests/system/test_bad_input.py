@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from fakediscord import Message, User
+from fakediscord import invocations as fake_invocations
 from tests.bot.conftest import World, start_world
-from tests.fakediscord import Message, User
-from tests.fakediscord import invocations as fake_invocations
 from tests.support import REPO
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
 
-from tests.fakediscord import User
+from fakediscord import User
 from tests.system.conftest import System, check_database, start_system, until
 
 MEMBERS = 100

@@ -15,10 +15,10 @@ from datetime import UTC, time, timedelta
 import pytest
 import pytest_asyncio
 
+from fakediscord import User
+from fakediscord.handle import InteractionHandle
 from tests.bot.conftest import MONDAY, World, start_world
 from tests.bot.test_schedule import _daily, _weekly
-from tests.fakediscord import User
-from tests.fakediscord.handle import InteractionHandle
 from tests.timeline import local
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -16,8 +16,8 @@ from datetime import UTC, time
 import pytest
 import pytest_asyncio
 
+from fakediscord.messages import Message
 from tests.bot.conftest import MONDAY, World, start_world
-from tests.fakediscord.messages import Message
 from tests.timeline import local
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

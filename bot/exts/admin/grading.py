@@ -5,12 +5,12 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
+from bot.delivery.failures import failed_deliveries
 from bot.exts.admin.base import AdminBase
 from bot.exts.common import UserFacingError, guild_id_of
-from bot.grading.delivery_failures import failed_deliveries
-from bot.grading.intake import IntakeRefused, UploadLimits
-from bot.grading.regrade import regrade as regrade_submission
-from bot.presentation.delivery_failures import failed_deliveries_text
+from bot.intake.accept import IntakeRefused, UploadLimits
+from bot.intake.regrade import regrade as regrade_submission
+from bot.presentation.failed_deliveries import failed_deliveries_text
 
 
 class GradingCommands(AdminBase):

@@ -1,0 +1,1 @@
+"""The bot's side of grading: an upload checked, turned into source and queued as a job."""

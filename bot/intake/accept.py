@@ -1,0 +1,234 @@
+"""The bot's side of grading: turn an upload into a queued, self-contained job, within limits.
+
+``submit`` is the use case behind ``/submit``; the cog only downloads and replies, so the flow
+is tested without Discord and an HTTP front end could call it as is.  The upload is validated
+here, once, and the job stores everything grading needs (``JobSpec``), built from the server's
+own map: a quest a moderator added is graded like a shipped one, by a worker on any host.
+
+Runs in the bot process: no torch, no Discord, no learner code.  The member's row is locked
+for the checks and the insert, so two ``/submit`` at once cannot both slip past the
+one-in-flight rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import PurePath
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.config import Settings
+from bot.content import AnyTask, BuildTask, Quest
+from bot.content.hashing import version_hash
+from bot.db.models import Submission
+from bot.db.types import utcnow
+from bot.intake.submission_input import PreparedSource, SubmissionRejected, validate_submission
+from bot.jobs import heartbeat, queue
+from bot.jobs.capabilities import Requirements
+from bot.jobs.job_spec import JobSpec
+from bot.progress.members import ensure_member, lock_member
+
+IN_FLIGHT = ("queued", "grading")
+#: when to try again after "one in flight": a guess, as grading takes seconds to a minute
+IN_FLIGHT_RETRY_S = 30
+#: how long Discord lets a bot edit its reply to an interaction
+INTERACTION_TOKEN_LIFETIME = timedelta(minutes=15)
+
+
+class IntakeRefused(Exception):
+    """A rule said no; ``str(exc)`` is the message for the member."""
+
+
+class RateLimited(IntakeRefused):
+    """Refused for now (one in flight, or the hourly limit): try again in ``retry_after_s``."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    """The largest uploads accepted, per kind of file."""
+
+    max_py_bytes: int
+    max_ipynb_bytes: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> UploadLimits:
+        return cls(settings.max_py_bytes, settings.max_notebook_bytes)
+
+    def cap(self, filename: str) -> int:
+        """The limit for a file of this name (a front end checks it before downloading)."""
+        return self.max_ipynb_bytes if filename.lower().endswith(".ipynb") else self.max_py_bytes
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """Who uploads: the chat user, made a member of the server on first use."""
+
+    user_id: int
+    display_name: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Where the verdict goes: the interaction while its token lives, else DM or channel."""
+
+    token: str
+    created_at: datetime
+    channel_id: int | None
+
+
+@dataclass(frozen=True)
+class Queued:
+    submission_id: int
+    job_id: int
+    task_ref: str
+    position: int
+    requirements: Requirements  # what grading it needs from a worker
+    #: False when no worker able to grade it has been seen lately: tell the member now
+    worker_seen: bool = True
+
+
+def prepare_job(
+    task_ref: str, task: AnyTask, filename: str, data: bytes, limits: UploadLimits
+) -> tuple[PreparedSource, JobSpec]:
+    """Validate the upload (the only time it is) and build the job's spec; IntakeRefused says
+    what is wrong.  ``/submit`` and ``/admin regrade`` both come through here."""
+    if not isinstance(task, BuildTask):
+        article = "an" if task.kind[0] in "aeiou" else "a"
+        raise IntakeRefused(f"`{task_ref}` is {article} {task.kind} task, not graded code.")
+    try:
+        prepared = validate_submission(
+            filename,
+            data,
+            max_py_bytes=limits.max_py_bytes,
+            max_ipynb_bytes=limits.max_ipynb_bytes,
+        )
+    except SubmissionRejected as exc:
+        raise IntakeRefused(str(exc)) from None
+    try:
+        spec = JobSpec.build(task_ref, task, prepared, PurePath(filename).name[:255])
+    except KeyError:  # content is checked against the registry: only a broken install
+        raise IntakeRefused(
+            f"`{task_ref}` needs grader `{task.grader}`, which this bot does not know; "
+            "please tell a moderator."
+        ) from None
+    return prepared, spec
+
+
+async def submit(
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    guild_id: int,
+    submitter: Submitter,
+    quest: Quest,
+    task: AnyTask,
+    filename: str,
+    data: bytes,
+    limits: UploadLimits,
+    hourly_limit: int,
+    reply: Reply | None,
+    now: Callable[[], datetime],
+) -> Queued:
+    """Queue ``data`` for grading as ``task`` of ``quest`` (as found on the server's map), or
+    raise IntakeRefused with the member's message.
+
+    ``now`` is read once the transaction holds the write lock, so the recorded time is when
+    the checks ran: never before the member's previous verdict.
+    """
+    task_ref = f"{quest.id}/{task.id}"
+    prepared, spec = prepare_job(task_ref, task, filename, data, limits)
+    async with sessions() as session, session.begin():
+        member = await ensure_member(session, guild_id, submitter.user_id, submitter.display_name)
+        return await queue_submission(
+            session,
+            guild_id=guild_id,
+            member_id=member.id,
+            quest_version=version_hash(quest),
+            filename=filename,
+            data=data,
+            prepared=prepared,
+            spec=spec,
+            hourly_limit=hourly_limit,
+            reply=reply,
+            now=now(),
+        )
+
+
+async def queue_submission(
+    session: AsyncSession,
+    *,
+    guild_id: int,
+    member_id: int,
+    quest_version: str | None,
+    filename: str,
+    data: bytes,
+    prepared: PreparedSource,
+    spec: JobSpec,
+    hourly_limit: int,
+    reply: Reply | None,
+    now: datetime,
+) -> Queued:
+    """Store the upload and its job in the caller's transaction, or refuse with a reason."""
+    await lock_member(session, guild_id, member_id)
+    busy = await session.scalar(
+        select(Submission.id)
+        .where(Submission.member_id == member_id, Submission.status.in_(IN_FLIGHT))
+        .limit(1)
+    )
+    if busy is not None:
+        raise RateLimited(
+            f"Your submission #{busy} is still being graded; one at a time, please. "
+            "Its verdict will arrive here shortly.",
+            retry_after_s=IN_FLIGHT_RETRY_S,
+        )
+    hour_ago = now - timedelta(hours=1)
+    recent = (
+        await session.execute(
+            select(func.count(), func.min(Submission.created_at)).where(
+                Submission.member_id == member_id, Submission.created_at > hour_ago
+            )
+        )
+    ).one()
+    count, oldest = recent
+    if count >= hourly_limit:
+        wait_s = max(math.ceil((oldest + timedelta(hours=1) - now).total_seconds()), 1)
+        raise RateLimited(
+            f"You have submitted {count} times in the last hour (the limit is {hourly_limit}); "
+            f"try again in {math.ceil(wait_s / 60)} min.",
+            retry_after_s=wait_s,
+        )
+    submission = Submission(
+        guild_id=guild_id,
+        member_id=member_id,
+        task_ref=spec.task_ref,
+        quest_version=quest_version,
+        filename=filename[:255],
+        file_kind=prepared.kind,
+        content=data,
+        size_bytes=len(data),
+        sha256=prepared.sha256,
+        created_at=now,
+        reply_token=reply.token if reply else None,
+        reply_expires_at=reply.created_at + INTERACTION_TOKEN_LIFETIME if reply else None,
+        reply_channel_id=reply.channel_id if reply else None,
+    )
+    session.add(submission)
+    await session.flush()
+    job = await queue.enqueue(session, submission.id, spec)
+    # heartbeats are stamped with the real time by other processes, so compare with that
+    seen = await heartbeat.capable_worker_seen(session, spec.requirements, utcnow())
+    return Queued(
+        submission.id,
+        job.id,
+        spec.task_ref,
+        await queue.position(session, job.id),
+        spec.requirements,
+        seen,
+    )

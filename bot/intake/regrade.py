@@ -1,0 +1,97 @@
+"""``/admin regrade``: grade a stored submission again, as the server's map now defines its task.
+
+The stored bytes go through the same ``intake.prepare_job`` as a fresh ``/submit``, so the new
+job carries a fresh spec (a job queued before jobs carried one becomes gradable this way).
+XP follows the better verdict: settling the new one pays only a difference, never twice.
+Runs in the bot process; no Discord.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.content.hashing import version_hash
+from bot.curriculum.guild_map import GuildMap
+from bot.db.models import AuditEntry, GradingJob, Submission
+from bot.intake.accept import IntakeRefused, UploadLimits, prepare_job
+from bot.jobs import queue
+
+
+@dataclass(frozen=True)
+class Requeued:
+    submission_id: int
+    job_id: int
+    task_ref: str
+
+
+async def regrade(
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    guild_id: int,
+    submission_id: int,
+    guild_map: GuildMap,
+    limits: UploadLimits,
+    moderator_user_id: int,
+) -> Requeued:
+    """Queue ``submission_id`` of ``guild_id`` again and audit it; IntakeRefused says why not."""
+    async with sessions() as session, session.begin():
+        row = await session.get(Submission, submission_id)
+        if row is None or row.guild_id != guild_id:
+            raise IntakeRefused(f"There is no submission #{submission_id} in this server.")
+        if await _being_graded(session, row.id):
+            raise IntakeRefused(f"Submission #{submission_id} is already being graded.")
+        try:
+            quest, task = guild_map.find_task(row.task_ref)
+        except KeyError:
+            raise IntakeRefused(
+                f"Submission #{submission_id} is for `{row.task_ref}`, which is no longer on "
+                "this server's map, so there is nothing to grade it against."
+            ) from None
+        try:
+            _, spec = prepare_job(row.task_ref, task, row.filename, row.content, limits)
+        except IntakeRefused as exc:
+            raise IntakeRefused(
+                f"Submission #{submission_id} cannot be graded again: {exc}"
+            ) from None
+        previous = {"previous": row.status, "previous_score": row.score}
+        await session.execute(
+            update(Submission)
+            .where(Submission.id == row.id)
+            .values(
+                status="queued",
+                quest_version=version_hash(quest),
+                settled_at=None,
+                delivered_at=None,
+                delivered_via=None,
+                delivery_attempts=0,
+                next_delivery_at=None,
+                delivery_error=None,
+                delivery_failed_at=None,
+                reply_token=None,  # the member's interaction is long gone: the verdict goes by DM
+                reply_expires_at=None,
+            )
+        )
+        job = await queue.enqueue(session, row.id, spec)
+        session.add(
+            AuditEntry(
+                guild_id=guild_id,
+                actor_user_id=moderator_user_id,
+                action="regrade",
+                target=f"submission:{row.id}",
+                details=previous,
+            )
+        )
+    return Requeued(submission_id, job.id, spec.task_ref)
+
+
+async def _being_graded(session: AsyncSession, submission_id: int) -> bool:
+    busy = await session.scalar(
+        select(GradingJob.id).where(
+            GradingJob.submission_id == submission_id,
+            GradingJob.status.in_(("queued", "running")),
+        )
+    )
+    return busy is not None

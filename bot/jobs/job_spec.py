@@ -1,0 +1,106 @@
+"""What a grading job carries: everything a worker needs to grade it, and nothing else.
+
+The bot builds the spec once, when it accepts an upload (``/submit`` or a regrade), from the
+server's own map, so a quest a moderator added is as gradable as a shipped one.  A worker on any
+host grades from the spec alone: it reads no quest files and never validates the upload again.
+Torch-free: the bot process builds it, the worker reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from bot.content.schema import BuildTask
+from bot.jobs.capabilities import Requirements
+from graders import REGISTRY
+from sandbox.api import Limits
+
+#: bumped when a field changes meaning; a worker refuses specs newer than it understands
+SPEC_VERSION = 1
+
+
+SourceKind = Literal["py", "ipynb"]
+
+
+@dataclass(frozen=True)
+class PreparedSource:
+    source: str  # the Python text the sandbox runs
+    kind: SourceKind
+    notes: tuple[str, ...]  # what was changed on the way, e.g. dropped IPython lines
+    sha256: str  # of the original bytes
+
+
+class BadSpec(ValueError):
+    """Stored job data that is not a spec this worker can use; the message says why."""
+
+
+@dataclass(frozen=True)
+class SpeedSpec:
+    """A speed-ranked task's trial: which function races which reference (graders.speed)."""
+
+    function: str
+    reference: str
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    task_ref: str  # QUEST/TASK, for the verdict
+    grader: str  # a name in ``graders.REGISTRY``
+    interface: tuple[str, ...]  # the functions the grader calls
+    requirements: Requirements  # what the claiming worker must have
+    limits: Limits  # the sandbox limits the job runs under
+    prefers_cuda: bool  # grade on a GPU when the worker has one
+    filename: str  # as uploaded, for messages and tracebacks
+    source: str  # the Python text the sandbox runs (a notebook already converted)
+    notes: tuple[str, ...] = ()  # what preparing the upload changed, shown with the verdict
+    speed: SpeedSpec | None = None  # after a pass, time it against this reference
+    version: int = SPEC_VERSION
+
+    @classmethod
+    def build(
+        cls, task_ref: str, task: BuildTask, prepared: PreparedSource, filename: str
+    ) -> JobSpec:
+        """The spec for grading ``prepared`` as ``task``; KeyError for a grader unknown here
+        (content is validated against the registry, so only a broken install gets there)."""
+        info = REGISTRY[task.grader]
+        return cls(
+            task_ref=task_ref,
+            grader=task.grader,
+            interface=task.function_names(),
+            requirements=Requirements.of(task),
+            limits=info.limits,
+            prefers_cuda=info.prefers_cuda,
+            filename=filename,
+            source=prepared.source,
+            notes=prepared.notes,
+            speed=SpeedSpec(task.speed.function, task.speed.reference) if task.speed else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> JobSpec:
+        """The spec ``to_json`` stored; BadSpec when it is missing, malformed or too new."""
+        if not data:
+            raise BadSpec("the job carries no grading spec (it was queued by an older bot)")
+        version = data.get("version")
+        if isinstance(version, int) and version > SPEC_VERSION:
+            raise BadSpec(
+                f"the job's spec is version {version}; this worker understands up to "
+                f"{SPEC_VERSION}: upgrade the worker"
+            )
+        try:
+            return _STORED.validate_python(dict(data))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}" for e in exc.errors()
+            )
+            raise BadSpec(f"the job's spec is malformed ({problems})") from None
+
+
+_STORED = TypeAdapter(JobSpec)

@@ -1,0 +1,258 @@
+"""The grading queue: jobs in the database, claimed under a lease.
+
+Every state change is one conditional UPDATE, so it is atomic on SQLite and
+PostgreSQL alike: two workers racing for a job both issue the same UPDATE and
+exactly one sees ``rowcount == 1``.  On PostgreSQL the claim first picks its row
+with ``SELECT ... FOR UPDATE SKIP LOCKED``, so concurrent workers each take a
+different job instead of queueing behind one row lock; on SQLite the claim's
+``BEGIN IMMEDIATE`` already serialises writers.  A job only reaches a worker whose
+capabilities satisfy its requirements: the filter is part of the query.
+
+A worker that dies stops renewing its lease; once the lease expires the job is
+claimable again, and after ``max_attempts`` claims it ends as an internal error
+that is not charged to the learner.  Completion is fenced by the lease owner, so a
+worker that lost its lease cannot overwrite the verdict of the one that took over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.db.models import GradingJob, Submission
+from bot.db.types import utcnow
+from bot.jobs.capabilities import Capabilities, Requirements
+from bot.jobs.job_spec import JobSpec
+from graders.base import Verdict
+
+LEASE_SECONDS = 30.0
+#: how many exhausted jobs one claim may retire before it stops looking
+CLAIM_WINDOW = 32
+#: PostgreSQL channel on which enqueue wakes idle workers
+JOBS_CHANNEL = "brrrbot_jobs"
+RUNS_ANYWHERE = Requirements()
+CPU_ONLY = Capabilities()
+
+INTERNAL_ERROR_MESSAGE = (
+    "internal error: grading failed {attempts} times without a verdict. This is not your fault "
+    "and costs you nothing: resubmit, or ask a moderator to regrade it."
+)
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    job_id: int
+    submission_id: int
+    attempt: int
+    lease_owner: str
+    #: the stored ``JobSpec.to_json()``, read with the claim; None for a job queued before
+    #: jobs carried one.  ``JobSpec.from_json`` turns it into a spec or a reason it is none.
+    spec: dict[str, Any] | None = None
+
+
+def _claimable(now: datetime) -> Any:
+    """Queued and due, or running with an expired lease (its worker died)."""
+    return or_(
+        and_(GradingJob.status == "queued", GradingJob.available_at <= now),
+        and_(GradingJob.status == "running", GradingJob.lease_expires_at < now),
+    )
+
+
+def _runnable(capabilities: Capabilities) -> Any:
+    """Jobs whose requirements this worker satisfies."""
+    memory = GradingJob.min_gpu_memory_mib <= capabilities.gpu_memory_mib
+    return or_(GradingJob.needs_cuda.is_(False), and_(memory, capabilities.cuda))
+
+
+async def enqueue(session: AsyncSession, submission_id: int, spec: JobSpec) -> GradingJob:
+    """Add a job that carries everything grading needs, within the caller's transaction.
+
+    The requirement columns repeat ``spec.requirements`` so the claim query can filter on
+    them.  On PostgreSQL this also notifies listening workers; the notification is delivered
+    at commit, so no worker wakes for a job it cannot see yet.
+    """
+    job = GradingJob(
+        submission_id=submission_id,
+        needs_cuda=spec.requirements.needs_cuda,
+        min_gpu_memory_mib=spec.requirements.min_gpu_memory_mib,
+        spec=spec.to_json(),
+    )
+    session.add(job)
+    await session.flush()
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(select(func.pg_notify(JOBS_CHANNEL, str(job.id))))
+    return job
+
+
+async def has_claimable(
+    sessions: async_sessionmaker[AsyncSession], capabilities: Capabilities = CPU_ONLY
+) -> bool:
+    """A cheap read (no write lock) that lets idle workers poll often."""
+    async with sessions() as session:
+        found = await session.scalar(
+            select(GradingJob.id).where(_claimable(utcnow()), _runnable(capabilities)).limit(1)
+        )
+    return found is not None
+
+
+async def claim(
+    sessions: async_sessionmaker[AsyncSession],
+    owner: str,
+    capabilities: Capabilities = CPU_ONLY,
+    lease_s: float = LEASE_SECONDS,
+) -> ClaimedJob | None:
+    """Take the oldest job this worker can run, or None when there is none."""
+    now = utcnow()
+    async with sessions() as session, session.begin():
+        pick = (
+            select(GradingJob.id)
+            .where(_claimable(now), _runnable(capabilities))
+            .order_by(GradingJob.id)
+            .limit(1)
+        )
+        if session.get_bind().dialect.name == "postgresql":
+            pick = pick.with_for_update(skip_locked=True)
+        for _ in range(CLAIM_WINDOW):
+            job_id = await session.scalar(pick)
+            if job_id is None:
+                return None
+            won = await session.execute(
+                update(GradingJob)
+                .where(GradingJob.id == job_id, _claimable(now))
+                .values(
+                    status="running",
+                    attempts=GradingJob.attempts + 1,
+                    lease_owner=owner,
+                    lease_expires_at=now + timedelta(seconds=lease_s),
+                    started_at=now,
+                )
+                .returning(
+                    GradingJob.submission_id,
+                    GradingJob.attempts,
+                    GradingJob.max_attempts,
+                    GradingJob.spec,
+                )
+            )
+            row = won.first()
+            if row is None:
+                continue  # another worker won this one (SQLite without a write lock only)
+            submission_id, attempt, max_attempts, spec = row
+            if attempt > max_attempts:
+                await _give_up(session, job_id, submission_id, attempt - 1, now)
+                continue
+            await session.execute(
+                update(Submission)
+                .where(Submission.id == submission_id, Submission.status == "queued")
+                .values(status="grading")
+            )
+            return ClaimedJob(job_id, submission_id, attempt, owner, spec)
+    return None
+
+
+async def _give_up(
+    session: AsyncSession, job_id: int, submission_id: int, attempts: int, now: datetime
+) -> None:
+    task_ref = await session.scalar(
+        select(Submission.task_ref).where(Submission.id == submission_id)
+    )
+    message = INTERNAL_ERROR_MESSAGE.format(attempts=attempts)
+    verdict = Verdict.internal_error(task_ref or "", message).to_json()
+    await session.execute(
+        update(GradingJob)
+        .where(GradingJob.id == job_id)
+        .values(status="dead", lease_owner=None, finished_at=now, error=message, result=verdict)
+    )
+    await session.execute(
+        update(Submission)
+        .where(Submission.id == submission_id)
+        .values(status="error", score=None, verdict=verdict, finished_at=now)
+    )
+
+
+async def renew(
+    sessions: async_sessionmaker[AsyncSession],
+    job: ClaimedJob,
+    lease_s: float = LEASE_SECONDS,
+) -> bool:
+    """Extend the lease; False means another worker has taken the job over."""
+    async with sessions() as session, session.begin():
+        result = await session.execute(
+            update(GradingJob)
+            .where(
+                GradingJob.id == job.job_id,
+                GradingJob.status == "running",
+                GradingJob.lease_owner == job.lease_owner,
+                GradingJob.attempts == job.attempt,
+            )
+            .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
+        )
+        return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+async def complete(
+    sessions: async_sessionmaker[AsyncSession], job: ClaimedJob, verdict: Verdict
+) -> bool:
+    """Write the one verdict of this job; False if the lease was lost meanwhile.
+
+    An ``error`` verdict written here is final (a job that cannot be graded here at all);
+    its message is also kept as the job's error, where moderators look.
+    """
+    now = utcnow()
+    stored = verdict.to_json()
+    # an earlier attempt's error stays on a job that later got a verdict
+    noted = {"error": verdict.feedback} if verdict.status == "error" else {}
+    async with sessions() as session, session.begin():
+        result = await session.execute(
+            update(GradingJob)
+            .where(
+                GradingJob.id == job.job_id,
+                GradingJob.status == "running",
+                GradingJob.lease_owner == job.lease_owner,
+                GradingJob.attempts == job.attempt,
+            )
+            .values(status="done", lease_owner=None, finished_at=now, result=stored, **noted)
+        )
+        if result.rowcount != 1:  # type: ignore[attr-defined]
+            return False
+        await session.execute(
+            update(Submission)
+            .where(Submission.id == job.submission_id)
+            .values(
+                status=verdict.status,
+                score=None if verdict.status == "error" else verdict.score,
+                verdict=stored,
+                finished_at=now,
+            )
+        )
+    return True
+
+
+async def release(sessions: async_sessionmaker[AsyncSession], job: ClaimedJob, error: str) -> None:
+    """Hand a job back after an internal failure so another attempt can run it."""
+    async with sessions() as session, session.begin():
+        await session.execute(
+            update(GradingJob)
+            .where(
+                GradingJob.id == job.job_id,
+                GradingJob.lease_owner == job.lease_owner,
+                GradingJob.attempts == job.attempt,
+            )
+            .values(status="queued", lease_owner=None, lease_expires_at=None, error=error)
+        )
+
+
+async def position(session: AsyncSession, job_id: int) -> int:
+    """1-based place of a queued job in line (0 when it is already running or done)."""
+    job = await session.get(GradingJob, job_id)
+    if job is None or job.status != "queued":
+        return 0
+    ahead = await session.scalar(
+        select(func.count())
+        .select_from(GradingJob)
+        .where(GradingJob.status.in_(("queued", "running")), GradingJob.id < job_id)
+    )
+    return int(ahead or 0) + 1

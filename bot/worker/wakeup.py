@@ -1,0 +1,67 @@
+"""How an idle worker learns that a job arrived.
+
+On PostgreSQL a worker LISTENs on ``queue.JOBS_CHANNEL`` and ``enqueue`` NOTIFYs it,
+so a new job reaches an idle worker within milliseconds without hammering the
+server; polling remains as a slow fallback in case a notification is lost with a
+dropped connection.  SQLite has no notifications, and its reads are cheap local
+file reads, so workers poll it briefly instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from bot.jobs.queue import JOBS_CHANNEL
+
+log = logging.getLogger(__name__)
+
+SQLITE_POLL_S = 0.02
+#: with LISTEN, polling only covers a notification lost to a dropped connection
+POSTGRES_POLL_S = 2.0
+
+
+class Wakeup:
+    """``await wait()`` returns when a job may be waiting, or after the poll interval."""
+
+    def __init__(self, engine: AsyncEngine, poll_s: float | None = None) -> None:
+        self.engine = engine
+        self.listening = engine.dialect.name == "postgresql"
+        default = POSTGRES_POLL_S if self.listening else SQLITE_POLL_S
+        self.poll_s = default if poll_s is None else poll_s
+        self._event = asyncio.Event()
+        self._connection: AsyncConnection | None = None
+
+    async def __aenter__(self) -> Wakeup:
+        if self.listening:
+            self._connection = await self.engine.connect()
+            raw = await self._connection.get_raw_connection()
+            await raw.driver_connection.add_listener(JOBS_CHANNEL, self._notified)
+            log.info("listening for new jobs on channel %s", JOBS_CHANNEL)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(Exception):
+                await self._connection.close()
+            self._connection = None
+
+    def _notified(self, *_args: Any) -> None:
+        self._event.set()
+
+    async def wait(self, stop: asyncio.Event) -> None:
+        """Until a notification, ``stop``, or the poll interval, whichever comes first."""
+        stopping = asyncio.ensure_future(stop.wait())
+        notified = asyncio.ensure_future(self._event.wait())
+        try:
+            await asyncio.wait(
+                {stopping, notified}, timeout=self.poll_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stopping.cancel()
+            notified.cancel()
+        self._event.clear()

@@ -1,0 +1,46 @@
+"""Everything the routes share, reachable from a request as ``request.app[CONTEXT]``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from fakediscord.cdn import Cdn
+from fakediscord.changes import Changes
+from fakediscord.clock import FakeClock
+from fakediscord.commands import CommandRegistry
+from fakediscord.composer import Composer
+from fakediscord.faults import FaultPlan
+from fakediscord.gateway import Gateway
+from fakediscord.ids import Snowflakes
+from fakediscord.interactions import InteractionRegistry
+from fakediscord.journal import Journal
+from fakediscord.ratelimits import RateLimits
+from fakediscord.world import World
+
+
+@dataclass
+class Context:
+    token: str
+    clock: FakeClock
+    ids: Snowflakes
+    world: World
+    changes: Changes
+    gateway: Gateway
+    composer: Composer
+    commands: CommandRegistry
+    interactions: InteractionRegistry
+    cdn: Cdn
+    faults: FaultPlan
+    journal: Journal
+    ratelimits: RateLimits
+    #: exceptions raised inside the fake itself (its bugs, not Discord answers)
+    crashes: list[Exception] = field(default_factory=list)
+
+
+CONTEXT = web.AppKey("fakediscord", Context)
+
+
+def context_of(request: web.Request) -> Context:
+    return request.app[CONTEXT]
