@@ -26,7 +26,7 @@ RESTARTING = "The bot is restarting; try again in a minute."
 
 #: extensions loaded at start, one per feature area
 EXTENSIONS: tuple[str, ...] = (
-    "bot.exts.errors",  # first: the tree's error handler and server-naming check
+    "bot.exts.error_replies",  # first: the tree's error handler and server-naming check
     "bot.exts.quests",
     "bot.exts.submissions",
     "bot.exts.tokens",

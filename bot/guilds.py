@@ -15,8 +15,8 @@ from bot.db.dialect import upsert
 from bot.db.models import AuditEntry, Guild
 from bot.progress.champions import current_champions
 from bot.progress.periods import local_date
+from bot.progress.post_times import parse_post_time
 from bot.progress.role_queue import queue_users
-from bot.progress.schedule import parse_post_time
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 

@@ -60,7 +60,11 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("bot/intake/notebook.py", "import discord", "Discord-free packages"),
         ("bot/delivery/transport.py", "import torch", "never imports torch"),
         ("bot/db/types.py", "from bot.progress import ledger", "no import circles"),
-        ("bot/content/answers.py", "from bot.content.schema import Question", "no import circles"),
+        (
+            "bot/content/answer_matching.py",
+            "from bot.content.schema import Question",
+            "no import circles",
+        ),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(

@@ -27,7 +27,7 @@ from bot.db import migrate
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import Submission
 from bot.errors import ConfigError
-from bot.exts.errors import name_the_guild
+from bot.exts.error_replies import name_the_guild
 from bot.logs import LogFormat, log_context, make_handler
 from tests.support import REPO, SOLUTIONS, add_member, queue_submission, start_worker
 

@@ -61,7 +61,7 @@ def _cmd_quests_check(args: argparse.Namespace, settings: Settings) -> int:
 
 def _cmd_quests_list(args: argparse.Namespace, settings: Settings) -> int:
     from bot.startup import load_content_or_fail
-    from bot.terminal.quests import map_text
+    from bot.terminal.quest_markdown import map_text
 
     _print_markdown(map_text(load_content_or_fail(settings)))
     return 0
@@ -69,7 +69,7 @@ def _cmd_quests_list(args: argparse.Namespace, settings: Settings) -> int:
 
 def _cmd_quests_show(args: argparse.Namespace, settings: Settings) -> int:
     from bot.startup import load_content_or_fail
-    from bot.terminal.quests import quest_text, task_text
+    from bot.terminal.quest_markdown import quest_text, task_text
 
     content = load_content_or_fail(settings)
     quest_id, _, task_id = args.ref.partition("/")
@@ -89,7 +89,7 @@ def _cmd_quests_show(args: argparse.Namespace, settings: Settings) -> int:
 def _print_markdown(text: str) -> None:
     """Rendered with rich on a terminal (at most 100 columns wide), as it is otherwise."""
     if not sys.stdout.isatty():
-        from bot.terminal.quests import plain
+        from bot.terminal.quest_markdown import plain
 
         print(plain(text))
         return

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from bot.content.answers import answer_matches
+from bot.content.answer_matching import answer_matches
 from bot.content.schema import QuizTask
 from graders.base import Check, Verdict
 

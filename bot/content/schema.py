@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from bot.content.answers import normalize_answer, parse_number
+from bot.content.answer_matching import normalize_answer, parse_number
 
 LibraryKind = Literal[
     "book", "course", "post", "podcast", "video", "reference", "repo", "exercises"
@@ -240,7 +240,7 @@ class BuildTask(_Task):
 
 
 class QuizTask(_Task):
-    """Graded answers, matched by ``bot.content.answers``."""
+    """Graded answers, matched by ``bot.content.answer_matching``."""
 
     kind: Literal["quiz"]
     questions: tuple[Question, ...] = Field(min_length=1)

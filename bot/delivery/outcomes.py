@@ -32,7 +32,7 @@ from bot.delivery.transport import PendingVerdict, Route, RouteRefused, Transpor
 from bot.logs import log_context
 from bot.metrics import METRICS
 from bot.progress.awards import NO_AWARD, Award, award_verdict
-from bot.progress.speed_board import record_speed
+from bot.progress.speed_results import record_speed
 from graders.base import Verdict
 
 log = logging.getLogger(__name__)

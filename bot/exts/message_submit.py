@@ -34,7 +34,7 @@ from bot.app import BrrrBot
 from bot.curriculum.guild_map import today_quest
 from bot.curriculum.task_choices import TaskMenu, build_task_menu
 from bot.exts.common import UserFacingError, bot_of, find_task, guild_id_of
-from bot.exts.errors import AnswersErrors, on_app_command_error
+from bot.exts.error_replies import AnswersErrors, on_app_command_error
 from bot.exts.submissions import download, queue_upload
 from bot.intake import accept
 from bot.intake.message_code import AttachedCode, AttachmentInfo, NoCode, find_code

@@ -22,7 +22,7 @@ from bot import clock
 from bot.app import BrrrBot
 from bot.db.engine import checkpoint_wal
 from bot.exts.common import bot_of, display_name, guild_id_of
-from bot.exts.errors import AnswersErrors
+from bot.exts.error_replies import AnswersErrors
 from bot.presentation.wording import plural
 from bot.progress import privacy
 

@@ -17,15 +17,15 @@ from bot import clock
 from bot.app import BrrrBot
 from bot.content import AnyTask
 from bot.exts.common import MAX_CHOICES, UserFacingError, bot_of, display_name, guild_id_of
-from bot.exts.errors import AnswersErrors
-from bot.presentation.boards import leaderboard_embed, profile_text
+from bot.exts.error_replies import AnswersErrors
+from bot.presentation.board_embeds import leaderboard_embed, profile_text
 from bot.presentation.images import profile_card
 from bot.presentation.limits import truncate
-from bot.presentation.speed_boards import PICK_A_TASK, no_speed_results, speed_board_embed
+from bot.presentation.speed_board_embeds import PICK_A_TASK, no_speed_results, speed_board_embed
 from bot.progress.leaderboard import Page, leaderboard
 from bot.progress.members import ensure_member, find_member_id
 from bot.progress.profile import profile
-from bot.progress.speed_board import is_speed_ranked, speed_board, speed_task_refs
+from bot.progress.speed_results import is_speed_ranked, speed_board, speed_task_refs
 from bot.progress.totals import Board
 
 PERIOD_LABELS: dict[str, str] = {"week": "this week", "month": "this month", "all": "all time"}

@@ -15,7 +15,7 @@ from bot.content import Quest
 from bot.curriculum.guild_map import GuildMap, today_quest
 from bot.exts.common import UserFacingError, find_quest, guild_id_of, quest_autocomplete
 from bot.presentation.limits import batch_embeds
-from bot.presentation.quests import map_embeds, quest_embeds
+from bot.presentation.quest_embeds import map_embeds, quest_embeds
 from bot.presentation.readings import library_embeds, readings_embeds
 from bot.presentation.search import search_library
 from bot.progress.ledger import task_earned

@@ -1,7 +1,7 @@
 """The daily quest post and the weekly leaderboard post, each once per period per server.
 
 A loop wakes every ``clock.RECHECK_S`` (and at once when a moderator changes the
-setup), asks ``bot.progress.schedule.catch_up`` which post is due for each
+setup), asks ``bot.progress.post_times.catch_up`` which post is due for each
 server, claims it in the post log and sends it.  After downtime only the
 latest due period is posted: one catch-up post, not one per missed day.  A post of
 several messages records each one as it goes (``post_log.record_parts``), so a retry
@@ -30,13 +30,13 @@ from bot.db.models import Guild
 from bot.guilds import with_quest_channel
 from bot.presentation.images import weekly_chart
 from bot.presentation.limits import batch_embeds, fit_embed, truncate
-from bot.presentation.quests import quest_embeds
+from bot.presentation.quest_embeds import quest_embeds
 from bot.presentation.safety import safe_name
-from bot.presentation.speed_boards import fastest_line
+from bot.presentation.speed_board_embeds import fastest_line
 from bot.progress.champions import Champion, crown
 from bot.progress.highlights import weekly_highlights
 from bot.progress.periods import Period, local_date, week_of
-from bot.progress.schedule import PostKind, PostSchedule, catch_up
+from bot.progress.post_times import PostKind, PostSchedule, catch_up
 
 log = logging.getLogger(__name__)
 

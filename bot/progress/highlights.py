@@ -8,7 +8,7 @@ Rules:
 - Streaks: the 10 longest current streaks as of "now" (see ``bot.progress.streaks``); a streak
   needs at least 2 days to be listed.
 - Fastest: the week's most tried speed-ranked task and its best result that week
-  (``bot.progress.speed_board.fastest_of_week``); None when nobody had a speed result.
+  (``bot.progress.speed_results.fastest_of_week``); None when nobody had a speed result.
 - The week is any ``Period`` from ``bot.progress.periods.week_of``: the bot passes the week it
   reports on (the week just ended, for a post at the start of a week).
 - A member hidden from the boards (``/privacy hide``, or anonymised) is in none of them: the
@@ -30,7 +30,7 @@ from bot.progress.leaderboard import Entry, standings
 from bot.progress.ledger import COMPLETION_SOURCES, completion_days
 from bot.progress.levels import level_for
 from bot.progress.periods import Period, day_of, local_date
-from bot.progress.speed_board import FastestOfWeek, fastest_of_week
+from bot.progress.speed_results import FastestOfWeek, fastest_of_week
 from bot.progress.streaks import streak_on
 
 LIMIT = 10

@@ -62,7 +62,7 @@ from bot.progress.champions import NOBODY
 from bot.progress.ledger import COMPLETION_SOURCES
 from bot.progress.members import ensure_member, find_member_id, lock_member
 from bot.progress.role_queue import queue_users
-from bot.progress.speed_board import ExportedSpeedResult, member_speed_results
+from bot.progress.speed_results import ExportedSpeedResult, member_speed_results
 from bot.progress.totals import set_listed
 
 DELETE_ACTION = "privacy-delete"

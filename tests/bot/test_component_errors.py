@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.exts.common import UserFacingError
-from bot.exts.errors import AnswersErrors
+from bot.exts.error_replies import AnswersErrors
 
 
 class _Response:
@@ -42,7 +42,7 @@ async def test_an_unexpected_error_is_logged_and_answered_with_a_reference(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     interaction = _Interaction()
-    with caplog.at_level(logging.ERROR, logger="bot.exts.errors"):
+    with caplog.at_level(logging.ERROR, logger="bot.exts.error_replies"):
         await _Failing(RuntimeError("boom")).callback(interaction)  # type: ignore[arg-type]
     ((content, ephemeral),) = interaction.response.sent
     assert ephemeral and content.startswith("Something went wrong (ref ")

@@ -22,7 +22,7 @@ import pytest
 import pytest_asyncio
 
 from bot.content import BuildTask
-from bot.presentation.speed_boards import (
+from bot.presentation.speed_board_embeds import (
     PICK_A_TASK,
     fastest_line,
     no_speed_results,
@@ -31,7 +31,7 @@ from bot.presentation.speed_boards import (
     task_label,
 )
 from bot.progress.periods import week_key
-from bot.progress.speed_board import (
+from bot.progress.speed_results import (
     DeviceBoard,
     FastestOfWeek,
     SpeedBoard,

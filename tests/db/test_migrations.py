@@ -21,7 +21,7 @@ from bot.db.models import Base, Submission
 from bot.db.types import UTCDateTime
 from bot.errors import DatabaseError
 from bot.progress.periods import week_of
-from bot.progress.speed_board import fastest_of_week, record_speed, speed_board, speed_task_refs
+from bot.progress.speed_results import fastest_of_week, record_speed, speed_board, speed_task_refs
 from graders.base import SPEED_INSTRUMENT, SpeedResult
 from tests import timeline
 from tests.postgres_server import BACKENDS, PostgresServer

@@ -17,9 +17,9 @@ from bot.content.problems import Problem
 from bot.curriculum import drafts, map_edits
 from bot.exts.admin.base import AdminBase
 from bot.exts.common import UserFacingError, bot_of, find_quest, guild_id_of, quest_autocomplete
-from bot.exts.errors import AnswersErrors
+from bot.exts.error_replies import AnswersErrors
 from bot.presentation.limits import batch_embeds, truncate
-from bot.presentation.quests import quest_embeds
+from bot.presentation.quest_embeds import quest_embeds
 from bot.presentation.safety import no_pings
 from bot.progress.periods import local_date
 

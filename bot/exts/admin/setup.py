@@ -13,7 +13,7 @@ from bot.db.models import Guild
 from bot.exts.admin.base import AdminBase
 from bot.exts.admin.role_checks import unmanageable_role
 from bot.exts.common import UserFacingError, guild_id_of
-from bot.progress.schedule import parse_post_time
+from bot.progress.post_times import parse_post_time
 
 Weekday = Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 

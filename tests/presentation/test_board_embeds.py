@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.presentation.boards import leaderboard_embed, profile_text
+from bot.presentation.board_embeds import leaderboard_embed, profile_text
 from bot.progress.leaderboard import Entry, Page
 from bot.progress.levels import progress
 from bot.progress.profile import Profile

@@ -20,7 +20,7 @@ from bot.delivery.outcomes import settle
 from bot.progress import privacy
 from bot.progress.highlights import weekly_highlights
 from bot.progress.periods import week_of
-from bot.progress.speed_board import (
+from bot.progress.speed_results import (
     fastest_of_week,
     is_speed_ranked,
     record_speed,
@@ -391,7 +391,7 @@ def test_speed_ranked_is_a_task_with_speed() -> None:
 
 def test_the_speed_board_imports_neither_torch_nor_discord() -> None:
     code = (
-        "import bot.progress.speed_board, sys; "
+        "import bot.progress.speed_results, sys; "
         "assert 'torch' not in sys.modules and 'discord' not in sys.modules"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)

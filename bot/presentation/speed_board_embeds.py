@@ -26,7 +26,7 @@ from bot.presentation.limits import (
 )
 from bot.presentation.safety import no_pings, safe_name
 from bot.presentation.wording import plural
-from bot.progress.speed_board import DeviceBoard, FastestOfWeek, SpeedBoard, SpeedEntry
+from bot.progress.speed_results import DeviceBoard, FastestOfWeek, SpeedBoard, SpeedEntry
 from graders.base import format_ratio
 
 MEDALS = {1: "🥇", 2: "🥈", 3: "🥉"}

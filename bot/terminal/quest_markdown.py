@@ -1,6 +1,6 @@
 """Quests as Markdown for the terminal: the map, one quest, one task's full prompt.
 
-The Discord views (``bot.presentation.quests``) fit embeds and speak slash commands; a
+The Discord views (``bot.presentation.quest_embeds``) fit embeds and speak slash commands; a
 learner in their own terminal also grades locally, so each build task says both how to
 grade it here and how to submit it.  Plain Markdown text: ``brrrbot quests`` renders it
 with rich on a terminal and prints it as it is otherwise.

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, time
 
 import pytest
 
-from bot.progress.schedule import PostSchedule, catch_up, parse_post_time
+from bot.progress.post_times import PostSchedule, catch_up, parse_post_time
 
 
 def berlin(post_time: str = "09:00", weekly_day: int = 0) -> PostSchedule:

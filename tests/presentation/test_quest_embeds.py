@@ -6,7 +6,7 @@ from typing import Any
 
 from bot.content import Content, Quest, QuizTask
 from bot.presentation.limits import batch_embeds
-from bot.presentation.quests import DONE, NOT_YET, map_embeds, quest_embeds
+from bot.presentation.quest_embeds import DONE, NOT_YET, map_embeds, quest_embeds
 from tests.presentation.discord_check import assert_sendable, text_of
 
 REF = "go-brrrr/{}"
