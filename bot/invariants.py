@@ -12,7 +12,7 @@ Each check reads only; a problem is one line naming what is wrong and the number
   A larger sum is XP paid twice (the same verdict paid under two keys, a second ``/done``);
   a smaller one is a payment lost.  This needs no quest content, which may have changed.
 - **leases**: no job is left ``running`` under an expired lease whose worker is gone (no
-  heartbeat within the longer of its lease and ``heartbeat.RECENT_S``): such a job waits for
+  heartbeat within the longer of its lease and ``presence.RECENT_S``): such a job waits for
   a worker that will never finish it.  A job whose worker died a moment ago is not reported;
   its lease runs out and another worker takes it over.
 """
@@ -39,8 +39,8 @@ from bot.db.models import (
     WorkerHeartbeat,
     XpEntry,
 )
+from bot.db.presence import RECENT_S
 from bot.db.types import utcnow
-from bot.jobs.heartbeat import RECENT_S
 from bot.progress.ledger import COMPLETION_SOURCES
 from bot.progress.periods import month_key, week_key
 from bot.progress.totals import ALL_TIME_KEY

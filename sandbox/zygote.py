@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from sandbox import cgroups, hugepages, linux, pipes, probe, rootfs, runner, seccomp
+from sandbox import cgroups, hugepages, job_runner, linux, pipes, probe, rootfs, seccomp
 from sandbox.api import Limits, RawTensor
 from sandbox.codec import JobKind, JobOrder, order_from_json
 from sandbox.confine import Identity
@@ -36,10 +36,10 @@ from sandbox.cores import job_core
 from sandbox.framing import ProtocolError
 from sandbox.jail import MODES, Body, Jail, Mode, cap_last
 from sandbox.job import run_job
+from sandbox.job_runner import describe, from_torch, to_torch
 from sandbox.observation import Life, life_to_json
 from sandbox.pipes import JobEnds, JobPipes
 from sandbox.poller import Poller
-from sandbox.runner import describe, from_torch, to_torch
 from sandbox.streams import DRAIN_S, JobStreams
 from sandbox.supervise import REAP_S, reap, reap_strays
 from sandbox.tracer import OpRecorder
@@ -236,7 +236,7 @@ class Server:
             if readable:  # the unprivileged worker holds a turn's job: it must reach its memory;
                 # no one else of this user can see into the job's own PID namespace
                 linux.prctl(linux.PR_SET_DUMPABLE, 1)
-            runner.serve(order.kind, device, threads, fd)
+            job_runner.serve(order.kind, device, threads, fd)
 
         stop = StopListener(control)
         poller = Poller()

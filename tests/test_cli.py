@@ -264,7 +264,7 @@ def test_quests_check_holds_interfaces_to_their_graders(tmp_path: Path) -> None:
 
 def test_cli_startup_imports_neither_torch_nor_discord() -> None:
     code = (
-        "import sys, bot.cli, bot.config, bot.db.setup, bot.content; "
+        "import sys, bot.cli, bot.config, bot.db.lifecycle, bot.content; "
         "bad = {'torch', 'discord'} & set(sys.modules); assert not bad, bad"
     )
     result = subprocess.run(

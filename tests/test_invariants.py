@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.db import migrate
+from bot.db import migrate, presence
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import MemberXp
 from bot.db.types import utcnow
@@ -170,7 +170,7 @@ async def test_a_job_leased_by_a_vanished_worker_is_reported(engine: AsyncEngine
     assert problems[0].startswith(f"leases: job {dead_job} (submission ")
     assert "leased by worker gone:7:bb, never seen (no heartbeat)" in problems[0]
     # much later the live worker has not beaten either: its job is stuck too
-    much_later = utcnow() + timedelta(seconds=heartbeat.RECENT_S + 5)
+    much_later = utcnow() + timedelta(seconds=presence.RECENT_S + 5)
     problems = [str(p) for p in await verify(engine, lease_s=LEASE_S, now=much_later)]
     assert [p.split(" (")[0] for p in problems] == [
         f"leases: job {dead_job}",

@@ -89,7 +89,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _cmd_db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
     from bot.db.engine import parse_url, sqlite_path
-    from bot.db.setup import upgrade_database
+    from bot.db.lifecycle import upgrade_database
 
     # A mistyped DATABASE_URL must not migrate a new, empty database beside the real one;
     # the default's own ./data directory is ours to create.
@@ -106,7 +106,7 @@ def _cmd_db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_db_worker_role(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.db.setup import grant_worker_role
+    from bot.db.lifecycle import grant_worker_role
 
     password = os.environ.get(args.password_env, "")
     if not password:
@@ -125,7 +125,7 @@ def _cmd_db_worker_role(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_db_current(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.db.setup import describe_revision
+    from bot.db.lifecycle import describe_revision
 
     print(asyncio.run(describe_revision(settings.database_url.get_secret_value())))
     return 0

@@ -4,7 +4,7 @@ Imports neither discord nor torch, so the CLI checker and the bot share it.
 """
 
 from bot.content.answer_matching import answer_matches, normalize_answer, parse_number
-from bot.content.content import Content
+from bot.content.catalogue import Content
 from bot.content.hashing import version_hash
 from bot.content.loader import check_content, load_content
 from bot.content.problems import ContentError, Problem

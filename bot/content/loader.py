@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from bot.content.content import Content
+from bot.content.catalogue import Content
 from bot.content.crossref import (
     cycle_problem,
     duplicate_problems,

@@ -6,7 +6,7 @@ exists (``quest.id in content.quests_by_id``): replacing a quest is allowed.
 
 from __future__ import annotations
 
-from bot.content.content import Content
+from bot.content.catalogue import Content
 from bot.content.crossref import cycle_problem, prerequisite_cycles, quest_problems
 from bot.content.documents import load_text
 from bot.content.problems import Problem, sort_problems

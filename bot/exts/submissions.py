@@ -18,6 +18,7 @@ from discord.ext import commands
 from bot import clock
 from bot.app import BrrrBot
 from bot.content import AnyTask, Quest
+from bot.db import presence
 from bot.exts.common import (
     UserFacingError,
     bot_of,
@@ -29,7 +30,6 @@ from bot.exts.common import (
 from bot.intake import accept
 from bot.intake.history import recent_submissions
 from bot.intake.submission_input import format_size
-from bot.jobs import heartbeat
 from bot.presentation.limits import truncate
 from bot.presentation.verdicts import no_worker_text, queued_text
 from bot.progress.members import ensure_member
@@ -142,7 +142,7 @@ async def queue_upload(
     )
     lines = [queued_text(queued.position)]
     if not queued.worker_seen:
-        lines.append(no_worker_text(queued.requirements.describe(), heartbeat.RECENT_S))
+        lines.append(no_worker_text(queued.requirements.describe(), presence.RECENT_S))
     lines.append(f"Submission #{queued.submission_id} · `{queued.task_ref}`")
     await interaction.edit_original_response(content="\n".join(lines))
 

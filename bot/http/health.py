@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot import clock
 from bot.db.models import WorkerHeartbeat
-from bot.jobs.heartbeat import RECENT_S
+from bot.db.presence import RECENT_S
 
 log = logging.getLogger(__name__)
 

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.db import presence
 from bot.db.engine import make_sessionmaker
 from bot.db.models import Submission
 from bot.jobs import heartbeat, queue
@@ -142,7 +143,7 @@ class Worker:
 
     async def _keep_beating(self) -> None:
         while True:
-            await asyncio.sleep(heartbeat.BEAT_S)
+            await asyncio.sleep(presence.BEAT_S)
             try:
                 await heartbeat.beat(self.sessions, self.name, self.capabilities, self.peaks)
             except Exception:  # a database blip must not stop grading; the next beat retries

@@ -14,8 +14,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.db.engine import make_engine, make_sessionmaker
+from bot.db.lifecycle import grant_worker_role
 from bot.db.models import Member, Submission, XpEntry
-from bot.db.setup import grant_worker_role
 from bot.errors import UserError
 from bot.jobs import heartbeat, queue
 from bot.jobs.capabilities import Capabilities

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot import clock
 from bot.config import Settings, load_settings
-from bot.db import migrate
+from bot.db import migrate, presence
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import WorkerHeartbeat
 from bot.errors import ConfigError
@@ -81,7 +81,7 @@ async def test_healthy_counts_only_workers_seen_lately(server: Server) -> None:
     await heartbeat.beat(sessions, "cpu-1", Capabilities())
     await heartbeat.beat(sessions, "gpu-1", Capabilities(True, "NVIDIA H200", 143_000))
     async with sessions() as session, session.begin():
-        last = clock.now() - timedelta(seconds=heartbeat.RECENT_S + 5)
+        last = clock.now() - timedelta(seconds=presence.RECENT_S + 5)
         session.add(WorkerHeartbeat(name="gone", host="h", started_at=last, last_seen_at=last))
     assert await server.get("/healthz") == (
         200,

@@ -7,6 +7,7 @@ from datetime import timedelta
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.db import presence
 from bot.db.engine import make_sessionmaker
 from bot.db.models import WorkerHeartbeat
 from bot.db.types import utcnow
@@ -35,7 +36,7 @@ async def test_beats_are_seen_until_they_go_stale(engine: AsyncEngine) -> None:
         assert await heartbeat.capable_worker_seen(session, Requirements(), utcnow())
         rows = (await session.execute(select(WorkerHeartbeat))).scalars().all()
     assert [(r.name, r.cuda, r.gpu_name) for r in rows] == [("gpu-1", True, "H200")]
-    await _age(engine, "gpu-1", heartbeat.RECENT_S + 1)
+    await _age(engine, "gpu-1", presence.RECENT_S + 1)
     async with sessions() as session:
         assert not await heartbeat.capable_worker_seen(session, NEEDS_BIG_GPU, utcnow())
 
@@ -67,10 +68,10 @@ async def test_a_killed_worker_stops_counting_within_three_beats(engine: AsyncEn
     beats, and then the bot warns instead of promising a grader that is gone."""
     sessions = make_sessionmaker(engine)
     await heartbeat.beat(sessions, "cpu-1", Capabilities())
-    await _age(engine, "cpu-1", 2.5 * heartbeat.BEAT_S)  # one late beat: still live
+    await _age(engine, "cpu-1", 2.5 * presence.BEAT_S)  # one late beat: still live
     async with sessions() as session:
         assert await heartbeat.capable_worker_seen(session, Requirements(), utcnow())
-    await _age(engine, "cpu-1", 3.5 * heartbeat.BEAT_S)  # killed: no beat for three periods
+    await _age(engine, "cpu-1", 3.5 * presence.BEAT_S)  # killed: no beat for three periods
     async with sessions() as session:
         assert not await heartbeat.capable_worker_seen(session, Requirements(), utcnow())
 

@@ -20,8 +20,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.db.engine import make_sessionmaker
+from bot.db.lifecycle import grant_worker_role
 from bot.db.models import GradingJob, Submission, WorkerHeartbeat
-from bot.db.setup import grant_worker_role
 from tests.postgres_server import PostgresServer
 from tests.support import SOLUTIONS, add_member, queue_submission, start_worker
 

@@ -15,7 +15,7 @@ from bot import clock
 from bot.content import Quest, check_quest_text
 from bot.content.problems import Problem
 from bot.curriculum import drafts, map_edits
-from bot.exts.admin.base import AdminBase
+from bot.exts.admin.shared import AdminBase
 from bot.exts.common import UserFacingError, bot_of, find_quest, guild_id_of, quest_autocomplete
 from bot.exts.error_replies import AnswersErrors
 from bot.presentation.limits import batch_embeds, truncate

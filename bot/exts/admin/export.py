@@ -8,7 +8,7 @@ import io
 import discord
 from discord import app_commands
 
-from bot.exts.admin.base import AdminBase
+from bot.exts.admin.shared import AdminBase
 from bot.exts.common import guild_id_of
 from bot.presentation.spreadsheets import csv_bytes
 from bot.progress.export import GuildExport, guild_export

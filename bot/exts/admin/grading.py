@@ -6,7 +6,7 @@ import discord
 from discord import app_commands
 
 from bot.delivery.failures import failed_deliveries
-from bot.exts.admin.base import AdminBase
+from bot.exts.admin.shared import AdminBase
 from bot.exts.common import UserFacingError, guild_id_of
 from bot.intake.accept import IntakeRefused, UploadLimits
 from bot.intake.regrade import regrade as regrade_submission

@@ -9,7 +9,7 @@ import discord
 from discord import app_commands
 
 from bot import clock
-from bot.exts.admin.base import AdminBase
+from bot.exts.admin.shared import AdminBase
 from bot.exts.common import UserFacingError, find_quest, quest_autocomplete
 from bot.exts.schedule import PostFailed, previous_week
 from bot.presentation.limits import truncate

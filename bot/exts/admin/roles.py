@@ -8,8 +8,8 @@ import discord
 from discord import app_commands
 
 from bot import clock
-from bot.exts.admin.base import AdminBase
 from bot.exts.admin.role_checks import unmanageable_role
+from bot.exts.admin.shared import AdminBase
 from bot.exts.common import UserFacingError, guild_id_of
 from bot.presentation.limits import CONTENT, truncate
 from bot.progress import level_roles

@@ -10,8 +10,8 @@ from discord import app_commands
 
 from bot import clock, guilds
 from bot.db.models import Guild
-from bot.exts.admin.base import AdminBase
 from bot.exts.admin.role_checks import unmanageable_role
+from bot.exts.admin.shared import AdminBase
 from bot.exts.common import UserFacingError, guild_id_of
 from bot.progress.post_times import parse_post_time
 

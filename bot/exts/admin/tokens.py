@@ -7,7 +7,7 @@ from discord import app_commands
 
 from bot import clock
 from bot.api import tokens
-from bot.exts.admin.base import AdminBase
+from bot.exts.admin.shared import AdminBase
 from bot.exts.common import guild_id_of
 
 

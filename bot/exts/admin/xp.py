@@ -8,7 +8,7 @@ import discord
 from discord import app_commands
 
 from bot import clock
-from bot.exts.admin.base import AdminBase
+from bot.exts.admin.shared import AdminBase
 from bot.exts.common import UserFacingError, display_name, guild_id_of
 from bot.presentation.safety import no_pings
 from bot.progress.grants import grant_to_user
