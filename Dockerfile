@@ -3,7 +3,7 @@
 # Two images from one file:
 #   docker build --target bot    -t brrrbot-bot .     # the Discord bot: no torch, small
 #   docker build --target worker -t brrrbot-worker .  # a grading worker: torch with CUDA
-# docker-compose.yml builds both; see the README's Deployment section.
+# docker-compose.yml builds both; see docs/operators/deployment.md.
 #
 # Both install the project the way the README's Quick start does (a venv in the checkout,
 # `pip install -e ".[extras]"`), run as the unprivileged user brrrbot (uid/gid 10001), keep
@@ -57,7 +57,7 @@ ENV HTTP_HOST=0.0.0.0
 
 # Healthy = /healthz answers 200: the Discord gateway is connected and the database answers
 # (the bot serves it only after migrating). Live workers are reported, not required (see
-# the README's Operations section). A 503 or no answer makes urlopen raise: exit code 1.
+# docs/operators/operations.md). A 503 or no answer makes urlopen raise: exit code 1.
 # Python, because the slim image has no curl or wget.
 HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('HTTP_PORT', '8080'), timeout=5)"]
@@ -69,10 +69,10 @@ CMD ["brrrbot", "run", "--no-workers"]
 # ---------------------------------------------------------------------------------------
 FROM base AS worker
 
-# The same torch release the README's test command pins. From PyPI's default index the
-# Linux x86_64 wheel of this release is the CUDA build (its CUDA runtime comes as
-# nvidia-* wheels); the GPU host needs only the NVIDIA driver and the NVIDIA Container
-# Toolkit. Installed in its own layer so that code changes do not download it again.
+# The same torch release the README's test command pins. From pip's default index (the
+# Python Package Index) the Linux x86_64 wheel of this release is the CUDA build (its CUDA
+# runtime comes as nvidia-* wheels); the GPU host needs only the NVIDIA driver and the NVIDIA
+# Container Toolkit. Installed in its own layer so that code changes do not download it again.
 ARG TORCH_VERSION=2.13.0
 RUN /app/.venv/bin/pip install "torch==${TORCH_VERSION}"
 # torch.compile on CUDA (Triton) builds a small C launcher the first time a kernel runs, so
