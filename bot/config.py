@@ -1,6 +1,6 @@
 """Typed settings from the environment and an optional ``.env`` file.
 
-Every setting has one environment variable (the table in the README lists
+Every setting has one environment variable (the table in docs/operators/configuration.md lists
 them).  A missing or invalid setting becomes a ``ConfigError`` whose message
 names the variable and says how to fix it; the CLI prints it on one line.
 """

@@ -285,3 +285,48 @@ def test_every_setting_is_documented() -> None:
     page = (DOCS / "operators" / "configuration.md").read_text()
     for name in Settings.model_fields:
         assert f"| `{name.upper()}` |" in page, f"{name.upper()} is not in the settings table"
+
+
+CODE_PATH = re.compile(
+    r"(?:bot|graders|sandbox|fakediscord|tests|bench|migrations|quests)/[\w./-]*"
+)
+MODULE = re.compile(r"(?:bot|graders|sandbox|fakediscord)(?:\.\w+)+")
+
+
+def _named_in_code_spans(text: str) -> list[str]:
+    return [span.rstrip(".,:;)") for span in re.findall(r"`([^`\s]+)`", text)]
+
+
+def _importable_prefix(dotted: str) -> int:
+    """How many leading parts of ``dotted`` name a module or package of the tree."""
+    parts = dotted.split(".")
+    for count in range(len(parts), 0, -1):
+        base = REPO.joinpath(*parts[:count])
+        if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
+            return count
+    return 0
+
+
+def test_every_path_and_module_the_docs_name_exists() -> None:
+    """A page that names code keeps up with it: a moved module fails here, not in a reader's hands.
+
+    ``bot.x.y`` may end in one attribute of a module (``bot.config.Settings``), no more.
+    """
+    stale = []
+    for page in [REPO / "README.md", *DOCS.rglob("*.md")]:
+        for name in _named_in_code_spans(page.read_text()):
+            if CODE_PATH.fullmatch(name) and "*" not in name:
+                if not (REPO / name.split("::")[0]).exists():
+                    stale.append(f"{page.relative_to(REPO)}: {name}")
+            elif MODULE.fullmatch(name) and _importable_prefix(name) < len(name.split(".")) - 1:
+                stale.append(f"{page.relative_to(REPO)}: {name}")
+    # the generated reference pages are written at build time, not kept in docs/
+    stale = [line for line in stale if not line.endswith(": docs/reference/")]
+    assert not stale, "\n".join(stale)
+
+
+def test_a_moved_module_named_in_the_docs_is_found() -> None:
+    assert _importable_prefix("bot.worker.job_loop.Worker") == 3
+    assert _importable_prefix("bot.grading.worker") == 1  # bot only: the package moved
+    assert CODE_PATH.fullmatch("tests/grading/test_outcomes.py")
+    assert not (REPO / "tests/grading/test_outcomes.py").exists()

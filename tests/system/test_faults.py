@@ -26,7 +26,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 CALLBACK = "POST /interactions/{interaction_id}/{token}/callback"
 SEND = "POST /channels/{channel_id}/messages"
 TUESDAY = MONDAY + timedelta(days=1)
-#: every fault this module injects, for the README's count
+#: every fault this module injects
 INJECTED: list[str] = []
 
 
