@@ -45,7 +45,7 @@ async def roles(world: World) -> Roles:
     fake, guild = world.fake, world.guild
     setup = await world.slash(world.owner, "admin setup", channel=world.quests, time="09:00")
     assert "The daily quest goes to" in (await setup.original()).content
-    # An admin gives the bot Manage Roles and drags its role up, as docs/operators/discord-application.md asks.
+    # An admin gives the bot Manage Roles and drags its role up, as the operators' docs ask.
     mine = fake.bot_role(guild)
     await fake.update_role(
         mine, position=BOT_ROLE_POSITION, permissions=mine.permissions | Permission.MANAGE_ROLES
