@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import tomllib
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -378,3 +379,22 @@ def test_postgres_override_switches_both_to_asyncpg() -> None:
     )
     with pytest.raises(KeyError):  # a missing password stops compose, not the bot later
         _interpolate(_environment(override["services"]["bot"])["DATABASE_URL"], {})
+
+
+PIP_WHEEL = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+
+
+def test_the_wheel_installs_the_three_layers_and_nothing_of_development(tmp_path: Path) -> None:
+    """A learner's ``pip install`` adds exactly these top-level names to their environment."""
+    built = subprocess.run(
+        [*PIP_WHEEL, "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("brrrbot-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert tops == {"bot", "graders", "sandbox", "migrations"}
+    assert "sandbox/zygote.py" in names and "graders/base.py" in names
+    assert "bot/quests/map.yaml" in names  # the shipped quests, for `brrrbot grade` anywhere
