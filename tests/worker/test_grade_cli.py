@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,3 +192,23 @@ def test_no_trial_skips_the_speed_trial_and_says_so(tmp_path: Path) -> None:
     assert verdict["status"] == "passed" and verdict["speed"] is None
     (note,) = [n for n in verdict["notes"] if "speed trial skipped" in n]
     assert note.startswith("speed trial skipped (--no-trial): run `brrrbot grade ")
+
+
+def test_a_learners_files_named_like_brrrbots_packages_change_nothing(tmp_path: Path) -> None:
+    """``bot.py``, ``sandbox.py`` … in the learner's folder: the command grades as ever."""
+    for name in ("bot", "graders", "sandbox", "migrations", "json"):
+        (tmp_path / f"{name}.py").write_text(f"raise SystemExit('the learner\\'s {name}.py ran')\n")
+    (tmp_path / "solution.py").write_bytes((SOLUTIONS / "correct.py").read_bytes())
+    script = Path(sys.executable).with_name("brrrbot")
+    base = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG", "TMPDIR"}}
+    result = subprocess.run(
+        [str(script), "grade", "solution.py", "--task", TASK],
+        cwd=tmp_path,
+        env={**base, **ENV},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "ran" not in result.stdout + result.stderr
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"{TASK}: Passed (score 1.00")
