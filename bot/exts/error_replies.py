@@ -75,8 +75,6 @@ class AnswersErrors:
                 await self.clicked(interaction)
             except UserFacingError as error:
                 await reply_ephemeral(interaction, str(error))
-            except Refused as refused:
-                await reply_ephemeral(interaction, refusal_reply(refused.refusal))
             except Exception as error:
                 await _unexpected(interaction, error, f"component {type(self).__name__}")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.content.schema import TaskKind
 from bot.jobs.job_spec import SourceKind
 
 
@@ -134,7 +135,7 @@ class UnknownTask(TaskRefusal):
 class NotABuildTask(TaskRefusal):
     """A task of another ``kind`` (quiz, exercise, reading): not graded code."""
 
-    kind: str
+    kind: TaskKind
 
 
 @dataclass(frozen=True)
