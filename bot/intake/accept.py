@@ -90,7 +90,7 @@ class Queued:
 def find_build_task(tasks: TaskLookup, ref: str) -> tuple[Quest, BuildTask]:
     """The build task ``ref`` names, or ``Refused`` (``UnknownTask``, ``NotABuildTask``)."""
     try:
-        quest, task = tasks.find_task(ref.strip())
+        quest, task = tasks.find_task(ref)
     except KeyError:
         raise Refused(UnknownTask(ref)) from None
     if not isinstance(task, BuildTask):

@@ -153,9 +153,11 @@ async def test_submit_rejects_bad_files_with_a_reason(
 
 
 async def test_submit_unknown_task_typed_by_hand(world: World) -> None:
+    before = len(world.fake.calls(CDN_DOWNLOAD))
     handle = await world.submit(world.learner(), b"x = 1\n", filename="s.py", task="go-brrrr/nope")
     reply = await handle.original(timeout=10)
     assert "There is no task `go-brrrr/nope`" in reply.content
+    assert world.fake.calls(CDN_DOWNLOAD)[before:] == []  # told before the file is fetched
 
 
 async def test_answer_quiz_in_a_modal_marks_each_answer(world: World) -> None:

@@ -217,7 +217,7 @@ async def test_only_build_tasks_of_the_map_with_a_known_grader_are_queued(
         "matmul-again/three-ways", "warp_drive"
     )
     assert await _count(sessions, Submission) == 0
-    # the ref is read as typed, around spaces; the queued task is the map's own ref
+    # spaces around a ref do not matter; the queued task is named by the map's own ref
     queued = await _submit(sessions, quest, task_ref="  matmul-again/three-ways ")
     assert queued.task_ref == "matmul-again/three-ways"
 
