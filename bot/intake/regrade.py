@@ -1,7 +1,8 @@
 """``/admin regrade``: grade a stored submission again, as the server's map now defines its task.
 
-The stored bytes go through the same ``intake.prepare_job`` as a fresh ``/submit``, so the new
-job carries a fresh spec (a job queued before jobs carried one becomes gradable this way).
+The stored bytes go through the same ``find_build_task`` and ``prepare_job`` as a fresh
+``/submit``, so the new job carries a fresh spec (a job queued before jobs carried one becomes
+gradable this way), and a rule the stored upload fails today is a ``CannotRegrade``.
 XP follows the better verdict: settling the new one pays only a difference, never twice.
 Runs in the bot process; no Discord.
 """
@@ -16,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.content.hashing import version_hash
 from bot.curriculum.guild_map import GuildMap
 from bot.db.models import AuditEntry, GradingJob, Submission
-from bot.intake.accept import UploadLimits, find_build_task, prepare_job
+from bot.intake.accept import find_build_task, prepare_job
 from bot.intake.refusals import (
     AlreadyBeingGraded,
     CannotRegrade,
@@ -26,6 +27,7 @@ from bot.intake.refusals import (
     TaskOffTheMap,
     UnknownTask,
 )
+from bot.intake.submission_input import UploadLimits
 from bot.jobs import queue
 
 
