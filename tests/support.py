@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.content import BuildTask, Content, load_content
 from bot.db.models import Guild, Member, Submission
-from bot.intake.submission_input import validate_submission
+from bot.intake.submission_input import UploadLimits, validate_submission
 from bot.jobs import queue
 from bot.jobs.capabilities import Requirements
 from bot.jobs.job_spec import JobSpec
@@ -115,7 +115,9 @@ def seed_spec(task_ref: str, filename: str, data: bytes) -> JobSpec:
     """The job spec the bot builds for ``data`` submitted to the shipped task ``task_ref``."""
     _, task = seed_content().find_task(task_ref)
     assert isinstance(task, BuildTask), f"{task_ref} is not a build task"
-    return JobSpec.build(task_ref, task, validate_submission(filename, data), filename)
+    return JobSpec.build(
+        task_ref, task, validate_submission(filename, data, UploadLimits.defaults()), filename
+    )
 
 
 async def verify_problems(url: str, lease_s: float) -> list[str]:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -386,8 +387,18 @@ PIP_WHEEL = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-buil
 
 def test_the_wheel_installs_the_three_layers_and_nothing_of_development(tmp_path: Path) -> None:
     """A learner's ``pip install`` adds exactly these top-level names to their environment."""
+    # from a copy of what git tracks: an in-tree build/ would leave stale modules in the wheel
+    source = tmp_path / "source"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+    for name in tracked.stdout.decode().split("\0"):
+        if name and (ROOT / name).exists() and not name.startswith(("tests/", "bench/")):
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            if (ROOT / name).is_symlink():
+                (source / name).symlink_to(os.readlink(ROOT / name))
+            else:
+                shutil.copy2(ROOT / name, source / name)
     built = subprocess.run(
-        [*PIP_WHEEL, "-w", str(tmp_path), str(ROOT)],
+        [*PIP_WHEEL, "-w", str(tmp_path), str(source)],
         capture_output=True,
         text=True,
     )

@@ -2,7 +2,10 @@
 
 Plain ``urllib``, so the command needs nothing the bot does not already install.  The output
 and exit codes are ``brrrbot grade``'s (``bot.worker.local``); anything that keeps the
-verdict from coming (no server, a refused token, a limit) is one line and exit 2.
+verdict from coming (no server, a refused token, a limit) is one line and exit 2.  Nothing
+is checked here first: the server's intake decides every rule (the file's kind and size, the
+task, the pace), and its refusal comes back as one line, so a rule lives in one place and a
+client of another version cannot disagree with it.
 """
 
 from __future__ import annotations

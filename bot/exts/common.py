@@ -39,24 +39,30 @@ def display_name(user: discord.abc.User) -> str:
 async def find_task(
     interaction: discord.Interaction, ref: str, kinds: Collection[str]
 ) -> tuple[GuildMap, Quest, AnyTask]:
-    """The task a member typed or picked, or a message that says what to do instead."""
+    """The task a member typed or picked, or a message that says what to do instead
+    (``/answer`` and ``/done``; a build task is intake's to find: ``accept.find_build_task``)."""
     guild_map = await bot_of(interaction).services.guild_map(guild_id_of(interaction))
     try:
         quest, task = guild_map.find_task(ref.strip())
     except KeyError:
-        raise UserFacingError(
-            f"There is no task `{truncate(ref, 100)}` in this server's map. "
-            "Pick one from the list as you type, or see `/quests`."
-        ) from None
+        raise UserFacingError(unknown_task_text(ref)) from None
     if task.kind not in kinds:
-        hint = {
-            "build": "/submit",
-            "quiz": "/answer",
-            "exercise": "/done",
-            "reading": "/done",
-        }[task.kind]
-        raise UserFacingError(f"`{ref}` is a {task.kind} task: use `{hint}` for it.")
+        raise UserFacingError(wrong_kind_text(ref, task.kind))
     return guild_map, quest, task
+
+
+def unknown_task_text(ref: str) -> str:
+    """What the cogs say to a task ref that is not on the server's map."""
+    return (
+        f"There is no task `{truncate(ref, 100)}` in this server's map. "
+        "Pick one from the list as you type, or see `/quests`."
+    )
+
+
+def wrong_kind_text(ref: str, kind: str) -> str:
+    """What the cogs say to a task of ``kind`` given where another kind was expected."""
+    hint = {"build": "/submit", "quiz": "/answer", "exercise": "/done", "reading": "/done"}[kind]
+    return f"`{ref}` is a {kind} task: use `{hint}` for it."
 
 
 def find_quest(guild_map: GuildMap, quest_id: str) -> Quest:

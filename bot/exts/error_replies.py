@@ -1,6 +1,7 @@
 """One place that turns command and component errors into replies.
 
-Expected problems (``UserFacingError``, failed checks) are shown as they are;
+Expected problems (``UserFacingError``, failed checks) are shown as they are, and a rule of
+intake that said no (``Refused``) in the cogs' words for it (``refusal_replies``);
 anything else is logged with a short reference and the member sees only
 "something went wrong (ref XYZ)", ephemerally.  Buttons and selects (``AnswersErrors``) get the
 same treatment: discord.py only logs their errors, and the member would see "This interaction
@@ -19,6 +20,8 @@ from discord.ext import commands
 from sqlalchemy.exc import OperationalError
 
 from bot.exts.common import UserFacingError
+from bot.exts.refusal_replies import refusal_reply
+from bot.intake.refusals import Refused
 from bot.logs import bind_context, log_context
 
 log = logging.getLogger(__name__)
@@ -38,7 +41,10 @@ async def reply_ephemeral(interaction: discord.Interaction, message: str) -> Non
 async def on_app_command_error(
     interaction: discord.Interaction, error: app_commands.AppCommandError
 ) -> None:
-    if isinstance(error, UserFacingError):
+    refused = getattr(error, "original", None)
+    if isinstance(refused, Refused):
+        await reply_ephemeral(interaction, refusal_reply(refused.refusal))
+    elif isinstance(error, UserFacingError):
         await reply_ephemeral(interaction, str(error))
     elif isinstance(error, app_commands.CheckFailure):
         await reply_ephemeral(interaction, str(error) or "You may not use this command.")

@@ -33,11 +33,11 @@ from bot import clock
 from bot.app import BrrrBot
 from bot.curriculum.guild_map import today_quest
 from bot.curriculum.task_choices import TaskMenu, build_task_menu
-from bot.exts.common import UserFacingError, bot_of, find_task, guild_id_of
+from bot.exts.common import UserFacingError, bot_of, guild_id_of
 from bot.exts.error_replies import AnswersErrors, on_app_command_error
 from bot.exts.submissions import download, queue_upload
-from bot.intake import accept
 from bot.intake.message_code import AttachedCode, AttachmentInfo, NoCode, find_code
+from bot.intake.submission_input import UploadLimits
 from bot.presentation.limits import truncate
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class MessageSubmit(commands.Cog):
             raise UserFacingError("This server's map has no build tasks to submit code to.")
         notes: list[str] = []
         if isinstance(found, AttachedCode):
-            limits = accept.UploadLimits.of(self.bot.services.settings)
+            limits = UploadLimits.of(self.bot.services.settings)
             data = await download(message.attachments[found.index], limits)
             filename, source = found.filename, f"`{truncate(found.filename, 80)}`"
             notes += [found.note] if found.note else []
@@ -156,8 +156,7 @@ class MessageSubmit(commands.Cog):
             await interaction.response.edit_message(
                 content=f"Submitting {held.source} to `{ref}`…", view=None
             )
-            _, quest, task = await find_task(interaction, ref, {"build"})
-            await queue_upload(interaction, quest, task, held.filename, held.data)
+            await queue_upload(interaction, ref, held.filename, held.data)
         except app_commands.AppCommandError as exc:
             await on_app_command_error(interaction, exc)
         except Exception as exc:  # answered like a failed command: logged with a reference

@@ -4,7 +4,9 @@
 ``bot.intake.accept.submit`` use case, which validates and queues it; the reply is the
 queue position, and the verdict comes back through ``bot.exts.delivery``.  ``download`` and
 ``queue_upload`` are shared with the "Submit solution" message command
-(``bot.exts.message_submit``), so a submission is the same whichever way it came.
+(``bot.exts.message_submit``), so a submission is the same whichever way it came.  Intake
+decides every rule (the cog asks it about the task and the file early, to answer before a
+download); its ``Refused`` is answered by ``bot.exts.error_replies``.
 """
 
 from __future__ import annotations
@@ -17,26 +19,16 @@ from discord.ext import commands
 
 from bot import clock
 from bot.app import BrrrBot
-from bot.content import AnyTask, Quest
 from bot.db import presence
-from bot.exts.common import (
-    UserFacingError,
-    bot_of,
-    display_name,
-    find_task,
-    guild_id_of,
-    task_autocomplete,
-)
+from bot.exts.common import UserFacingError, bot_of, display_name, guild_id_of, task_autocomplete
 from bot.intake import accept
 from bot.intake.history import recent_submissions
-from bot.intake.submission_input import format_size
+from bot.intake.submission_input import UploadLimits, check_upload
 from bot.presentation.limits import truncate
 from bot.presentation.verdicts import no_worker_text, queued_text
 from bot.progress.members import ensure_member
 
 log = logging.getLogger(__name__)
-
-ALLOWED_EXTENSIONS = (".py", ".ipynb")
 
 
 class Submissions(commands.Cog):
@@ -51,9 +43,10 @@ class Submissions(commands.Cog):
         self, interaction: discord.Interaction, task: str, file: discord.Attachment
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        _, quest, found = await find_task(interaction, task, {"build"})
-        data = await download(file, accept.UploadLimits.of(self.bot.services.settings))
-        await queue_upload(interaction, quest, found, file.filename, data)
+        guild_map = await self.bot.services.guild_map(guild_id_of(interaction))
+        accept.find_build_task(guild_map, task)  # asked early: a wrong task is told first
+        data = await download(file, UploadLimits.of(self.bot.services.settings))
+        await queue_upload(interaction, task, file.filename, data)
 
     @app_commands.command(name="submissions", description="Your recent submissions and verdicts")
     @app_commands.describe(task="only this task")
@@ -83,19 +76,10 @@ class Submissions(commands.Cog):
         await interaction.edit_original_response(embed=embed)
 
 
-async def download(file: discord.Attachment, limits: accept.UploadLimits) -> bytes:
-    """Check what we can before downloading; download at once (URLs expire)."""
-    if not file.filename.lower().endswith(ALLOWED_EXTENSIONS):
-        raise UserFacingError(
-            f"`{truncate(file.filename, 80)}` is not a .py or .ipynb file; attach your "
-            "solution as a Python file or a Jupyter notebook."
-        )
-    cap = limits.cap(file.filename)
-    if file.size > cap:
-        raise UserFacingError(
-            f"`{truncate(file.filename, 80)}` is {format_size(file.size)}; the limit is "
-            f"{format_size(cap)}."
-        )
+async def download(file: discord.Attachment, limits: UploadLimits) -> bytes:
+    """Download at once (URLs expire), once intake has said yes to the file's name and size
+    (``check_upload``: nothing is fetched that it would refuse)."""
+    check_upload(file.filename, file.size, limits)
     try:
         return await file.read()
     except discord.HTTPException as exc:
@@ -106,34 +90,33 @@ async def download(file: discord.Attachment, limits: accept.UploadLimits) -> byt
 
 
 async def queue_upload(
-    interaction: discord.Interaction, quest: Quest, task: AnyTask, filename: str, data: bytes
+    interaction: discord.Interaction, task_ref: str, filename: str, data: bytes
 ) -> None:
-    """Queue ``data`` as a submission to ``task`` and edit the (acknowledged) response to say
-    where it is in the queue; the verdict later replaces that response (``bot.exts.delivery``).
+    """Queue ``data`` as a submission to the build task ``task_ref`` and edit the
+    (acknowledged) response to say where it is in the queue; the verdict later replaces that
+    response (``bot.exts.delivery``).
 
     ``/submit`` and the "Submit solution" message command both end here, so both get the same
-    validation, limits, rate limits and verdict delivery.
+    validation, limits, rate limits and verdict delivery: intake's, refused with ``Refused``.
     """
     bot = bot_of(interaction)
     settings = bot.services.settings
-    try:
-        queued = await accept.submit(
-            bot.services.sessions,
-            guild_id=guild_id_of(interaction),
-            submitter=accept.Submitter(interaction.user.id, display_name(interaction.user)),
-            quest=quest,
-            task=task,
-            filename=filename,
-            data=data,
-            limits=accept.UploadLimits.of(settings),
-            hourly_limit=settings.submissions_per_hour,
-            reply=accept.Reply(
-                interaction.token, interaction.created_at, _notice_channel_id(interaction)
-            ),
-            now=clock.now,
-        )
-    except accept.IntakeRefused as exc:
-        raise UserFacingError(str(exc)) from None
+    guild_id = guild_id_of(interaction)
+    queued = await accept.submit(
+        bot.services.sessions,
+        guild_id=guild_id,
+        submitter=accept.Submitter(interaction.user.id, display_name(interaction.user)),
+        guild_map=await bot.services.guild_map(guild_id),
+        task_ref=task_ref,
+        filename=filename,
+        data=data,
+        limits=UploadLimits.of(settings),
+        hourly_limit=settings.submissions_per_hour,
+        reply=accept.Reply(
+            interaction.token, interaction.created_at, _notice_channel_id(interaction)
+        ),
+        now=clock.now,
+    )
     log.info(
         "submission %d queued for %s (%s)",
         queued.submission_id,

@@ -6,6 +6,9 @@ so the verdict reaches the member in Discord by DM (else in the channel), and th
 ``GET /api/v1/submissions/{id}``.
 
 Every error is JSON ``{"error": {"code", "message"}}`` with its status, never a traceback.
+The routes check only what HTTP itself needs (the token, the media type, the body's size and
+shape); every rule of a submission is intake's, and its ``Refused`` is answered with the status
+``REFUSAL_STATUS`` gives its kind and the API's words for it (``refusal_error``).
 Another member's (or another server's) submission is 403, not 404: ids are sequential, so
 hiding that one exists protects nothing, and 403 tells the caller their token is the problem.
 """
@@ -23,10 +26,29 @@ from bot import clock
 from bot.api import tokens
 from bot.api.status import NotFound, NotYours, submission_status
 from bot.api.tokens import Caller, TokenRefused
-from bot.content import BuildTask
 from bot.http.openapi import document
 from bot.intake import accept
-from bot.intake.submission_input import ACCEPTED, format_size
+from bot.intake.refusals import (
+    CodeTooLarge,
+    ControlBytes,
+    EmptyFile,
+    HourlyLimit,
+    InFlight,
+    NotABuildTask,
+    NotANotebook,
+    NotUtf8,
+    NulByte,
+    OnlyWhitespace,
+    RateLimited,
+    Refusal,
+    Refused,
+    TooLarge,
+    UnknownGrader,
+    UnknownTask,
+    WrongFileKind,
+)
+from bot.intake.submission_input import UploadLimits, check_upload, format_size
+from bot.presentation.refusal_words import refusal_words
 from bot.services import Services
 
 log = logging.getLogger(__name__)
@@ -64,6 +86,48 @@ def error_response(
     return web.json_response(body, status=status, headers=headers)
 
 
+_UNPROCESSABLE = (422, "unprocessable")
+#: the status and code of each refusal ``accept.submit`` may answer (a test holds it to every
+#: kind there is, so a new one cannot reach a caller as a 500)
+REFUSAL_STATUS: dict[type[Refusal], tuple[int, str]] = {
+    WrongFileKind: (415, "unsupported_media_type"),
+    TooLarge: (413, "too_large"),
+    EmptyFile: _UNPROCESSABLE,
+    OnlyWhitespace: _UNPROCESSABLE,
+    NulByte: _UNPROCESSABLE,
+    ControlBytes: _UNPROCESSABLE,
+    NotUtf8: _UNPROCESSABLE,
+    NotANotebook: _UNPROCESSABLE,
+    CodeTooLarge: _UNPROCESSABLE,
+    UnknownTask: _UNPROCESSABLE,
+    NotABuildTask: _UNPROCESSABLE,
+    UnknownGrader: _UNPROCESSABLE,
+    InFlight: (429, "rate_limited"),
+    HourlyLimit: (429, "rate_limited"),
+}
+
+
+def refusal_error(refusal: Refusal) -> ApiError:
+    """How the API answers ``refusal``: its status, a ``Retry-After`` when it is for now, and
+    the shared words (``refusal_words``) but for the four the API words more tersely."""
+    status, code = REFUSAL_STATUS[type(refusal)]
+    match refusal:
+        case WrongFileKind(filename=name):
+            message = f"`{name[:80]}` is not a .py or .ipynb file"
+        case TooLarge(filename=name, limit=limit):  # refused while reading: its size is unknown
+            message = f"`{name[:80]}` is over the limit of {format_size(limit)}"
+        case UnknownTask(ref=ref):
+            message = f"there is no task `{ref[:100]}` in this server's map"
+        case NotABuildTask(ref=ref, kind=kind):
+            message = f"`{ref}` is a {kind} task, not graded code"
+        case _:
+            message = refusal_words(refusal)
+    headers = (
+        {"Retry-After": str(refusal.retry_after_s)} if isinstance(refusal, RateLimited) else None
+    )
+    return ApiError(status, code, message, headers)
+
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -74,6 +138,9 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         return await handler(request)
     try:
         return await handler(request)
+    except Refused as refused:
+        exc = refusal_error(refused.refusal)
+        return error_response(exc.status, exc.code, str(exc), exc.headers)
     except ApiError as exc:
         return error_response(exc.status, exc.code, str(exc), exc.headers)
     except web.HTTPException as exc:  # the router's 404 and 405, aiohttp's 413
@@ -131,8 +198,7 @@ def _unprocessable(message: str) -> NoReturn:
 
 @api.get(f"{PREFIX}/openapi.json")
 async def openapi(request: web.Request) -> web.Response:
-    limits = accept.UploadLimits.of(request.app[SERVICES].settings)
-    return web.json_response(document(max(limits.max_py_bytes, limits.max_ipynb_bytes)))
+    return web.json_response(document(UploadLimits.of(request.app[SERVICES].settings).largest))
 
 
 @api.post(f"{PREFIX}/submissions")
@@ -140,46 +206,33 @@ async def post_submission(request: web.Request) -> web.Response:
     caller = await _caller(request)
     services = request.app[SERVICES]
     settings = services.settings
-    limits = accept.UploadLimits.of(settings)
+    limits = UploadLimits.of(settings)
     if request.content_type != "multipart/form-data":
         raise ApiError(
             415,
             "unsupported_media_type",
             "send multipart/form-data with the fields `task` and `file`",
         )
-    largest = max(limits.max_py_bytes, limits.max_ipynb_bytes)
+    # HTTP's own bound on the body, before a byte of it is read; the file's is intake's
+    largest = limits.largest
     if request.content_length is not None and request.content_length > largest + FRAMING_BYTES:
         raise ApiError(
             413, "too_large", f"the request is over the largest upload ({format_size(largest)})"
         )
     task_ref, filename, data = await _read_form(request, limits)
-    guild_map = await services.guild_map(caller.guild_id)
-    try:
-        quest, task = guild_map.find_task(task_ref)
-    except KeyError:
-        _unprocessable(f"there is no task `{task_ref[:100]}` in this server's map")
-    if not isinstance(task, BuildTask):
-        _unprocessable(f"`{task_ref}` is a {task.kind} task, not graded code")
-    try:
-        queued = await accept.submit(
-            services.sessions,
-            guild_id=caller.guild_id,
-            submitter=accept.Submitter(caller.user_id, caller.display_name),
-            quest=quest,
-            task=task,
-            filename=filename,
-            data=data,
-            limits=limits,
-            hourly_limit=settings.submissions_per_hour,
-            reply=None,  # no interaction: the verdict goes by DM, else to the channel
-            now=clock.now,
-        )
-    except accept.RateLimited as exc:
-        raise ApiError(
-            429, "rate_limited", str(exc), {"Retry-After": str(exc.retry_after_s)}
-        ) from None
-    except accept.IntakeRefused as exc:
-        _unprocessable(str(exc))
+    queued = await accept.submit(  # its Refused is answered by ``json_errors``
+        services.sessions,
+        guild_id=caller.guild_id,
+        submitter=accept.Submitter(caller.user_id, caller.display_name),
+        guild_map=await services.guild_map(caller.guild_id),
+        task_ref=task_ref,
+        filename=filename,
+        data=data,
+        limits=limits,
+        hourly_limit=settings.submissions_per_hour,
+        reply=None,  # no interaction: the verdict goes by DM, else to the channel
+        now=clock.now,
+    )
     log.info("submission %d queued for %s (API)", queued.submission_id, queued.task_ref)
     location = f"{PREFIX}/submissions/{queued.submission_id}"
     body = {
@@ -191,16 +244,17 @@ async def post_submission(request: web.Request) -> web.Response:
     return web.json_response(body, status=202, headers={"Location": location})
 
 
-async def _read_form(request: web.Request, limits: accept.UploadLimits) -> tuple[str, str, bytes]:
-    """The ``task`` and ``file`` fields, reading the file in chunks so that one over its limit
-    is refused (413) before it is all in memory; a body that is not well-formed is 422."""
+async def _read_form(request: web.Request, limits: UploadLimits) -> tuple[str, str, bytes]:
+    """The ``task`` and ``file`` fields, reading the file in chunks so that one intake refuses
+    (its kind, or over its limit) is refused before it is all in memory; a body that is not
+    well-formed is 422."""
     try:
         return await _parse_form(request, limits)
     except (ValueError, HttpProcessingError) as exc:
         _unprocessable(f"the multipart body cannot be read ({str(exc).strip()[:200]})")
 
 
-async def _parse_form(request: web.Request, limits: accept.UploadLimits) -> tuple[str, str, bytes]:
+async def _parse_form(request: web.Request, limits: UploadLimits) -> tuple[str, str, bytes]:
     try:
         reader = await request.multipart()
     except (ValueError, AssertionError):  # a multipart type without a usable boundary
@@ -225,13 +279,7 @@ async def _parse_form(request: web.Request, limits: accept.UploadLimits) -> tupl
             filename = part.filename or ""
             if not filename:
                 _unprocessable("`file` has no filename; send it as a file, e.g. solution.py")
-            if not filename.lower().endswith(ACCEPTED):
-                raise ApiError(
-                    415,
-                    "unsupported_media_type",
-                    f"`{filename[:80]}` is not a .py or .ipynb file",
-                )
-            upload = (filename, await _read_part(part, limits.cap(filename), f"`{filename[:80]}`"))
+            upload = (filename, await _read_file(part, filename, limits))
         else:
             _unprocessable(f"unexpected field `{(part.name or '')[:40]}`: send `task` and `file`")
     if not task_ref:
@@ -239,6 +287,16 @@ async def _parse_form(request: web.Request, limits: accept.UploadLimits) -> tupl
     if upload is None:
         _unprocessable("the field `file` (a .py or .ipynb file) is missing")
     return task_ref, *upload
+
+
+async def _read_file(part: BodyPartReader, filename: str, limits: UploadLimits) -> bytes:
+    """The file's bytes, intake asked about its name first and its size as it grows."""
+    check_upload(filename, 0, limits)
+    data = bytearray()
+    while chunk := await part.read_chunk(CHUNK):
+        data += chunk
+        check_upload(filename, len(data), limits)
+    return bytes(data)
 
 
 async def _read_part(part: BodyPartReader, cap: int, what: str) -> bytes:

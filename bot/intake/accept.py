@@ -1,9 +1,14 @@
 """The bot's side of grading: turn an upload into a queued, self-contained job, within limits.
 
-``submit`` is the use case behind ``/submit``; the cog only downloads and replies, so the flow
-is tested without Discord and an HTTP front end could call it as is.  The upload is validated
-here, once, and the job stores everything grading needs (``JobSpec``), built from the server's
-own map: a quest a moderator added is graded like a shipped one, by a worker on any host.
+``submit`` is the use case behind ``/submit``, "Submit solution" and ``POST /api/v1/submissions``;
+the front ends only download and reply, so the flow is tested without Discord.  Every rule is
+decided here, once: the task (``find_build_task``), the upload (``submission_input``), the
+member's pace (``queue_submission``).  A "no" is a typed ``Refused`` (``bot.intake.refusals``)
+that each front end words its own way.  A front end may ask ``find_build_task`` and
+``submission_input.check_upload`` early, to answer before a download, but ``submit`` decides
+them all again.  The job stores everything grading needs (``JobSpec``), built from the
+server's own map: a quest a moderator added is graded like a shipped one, by a worker on any
+host.
 
 Runs in the bot process: no torch, no Discord, no learner code.  The member's row is locked
 for the checks and the insert, so two ``/submit`` at once cannot both slip past the
@@ -17,16 +22,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import PurePath
+from typing import Protocol
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.config import Settings
 from bot.content import AnyTask, BuildTask, Quest
 from bot.content.hashing import version_hash
+from bot.curriculum.guild_map import GuildMap
 from bot.db.models import Submission
 from bot.db.types import utcnow
-from bot.intake.submission_input import PreparedSource, SubmissionRejected, validate_submission
+from bot.intake.refusals import (
+    HourlyLimit,
+    InFlight,
+    NotABuildTask,
+    Refused,
+    UnknownGrader,
+    UnknownTask,
+)
+from bot.intake.submission_input import PreparedSource, UploadLimits, validate_submission
 from bot.jobs import heartbeat, queue
 from bot.jobs.capabilities import Requirements
 from bot.jobs.job_spec import JobSpec
@@ -39,32 +53,10 @@ IN_FLIGHT_RETRY_S = 30
 INTERACTION_TOKEN_LIFETIME = timedelta(minutes=15)
 
 
-class IntakeRefused(Exception):
-    """A rule said no; ``str(exc)`` is the message for the member."""
+class TaskLookup(Protocol):
+    """Where task refs are looked up: a server's map, or the content ``brrrbot grade`` reads."""
 
-
-class RateLimited(IntakeRefused):
-    """Refused for now (one in flight, or the hourly limit): try again in ``retry_after_s``."""
-
-    def __init__(self, message: str, retry_after_s: int) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
-
-
-@dataclass(frozen=True)
-class UploadLimits:
-    """The largest uploads accepted, per kind of file."""
-
-    max_py_bytes: int
-    max_ipynb_bytes: int
-
-    @classmethod
-    def of(cls, settings: Settings) -> UploadLimits:
-        return cls(settings.max_py_bytes, settings.max_notebook_bytes)
-
-    def cap(self, filename: str) -> int:
-        """The limit for a file of this name (a front end checks it before downloading)."""
-        return self.max_ipynb_bytes if filename.lower().endswith(".ipynb") else self.max_py_bytes
+    def find_task(self, ref: str, /) -> tuple[Quest, AnyTask]: ...
 
 
 @dataclass(frozen=True)
@@ -95,30 +87,27 @@ class Queued:
     worker_seen: bool = True
 
 
-def prepare_job(
-    task_ref: str, task: AnyTask, filename: str, data: bytes, limits: UploadLimits
-) -> tuple[PreparedSource, JobSpec]:
-    """Validate the upload (the only time it is) and build the job's spec; IntakeRefused says
-    what is wrong.  ``/submit`` and ``/admin regrade`` both come through here."""
-    if not isinstance(task, BuildTask):
-        article = "an" if task.kind[0] in "aeiou" else "a"
-        raise IntakeRefused(f"`{task_ref}` is {article} {task.kind} task, not graded code.")
+def find_build_task(tasks: TaskLookup, ref: str) -> tuple[Quest, BuildTask]:
+    """The build task ``ref`` names, or ``Refused`` (``UnknownTask``, ``NotABuildTask``)."""
     try:
-        prepared = validate_submission(
-            filename,
-            data,
-            max_py_bytes=limits.max_py_bytes,
-            max_ipynb_bytes=limits.max_ipynb_bytes,
-        )
-    except SubmissionRejected as exc:
-        raise IntakeRefused(str(exc)) from None
+        quest, task = tasks.find_task(ref)
+    except KeyError:
+        raise Refused(UnknownTask(ref)) from None
+    if not isinstance(task, BuildTask):
+        raise Refused(NotABuildTask(ref, task.kind))
+    return quest, task
+
+
+def prepare_job(
+    task_ref: str, task: BuildTask, filename: str, data: bytes, limits: UploadLimits
+) -> tuple[PreparedSource, JobSpec]:
+    """Validate the upload (the only time it is) and build the job's spec; ``Refused`` says
+    what is wrong.  ``/submit``, ``/admin regrade`` and ``brrrbot grade`` come through here."""
+    prepared = validate_submission(filename, data, limits)
     try:
         spec = JobSpec.build(task_ref, task, prepared, PurePath(filename).name[:255])
     except KeyError:  # content is checked against the registry: only a broken install
-        raise IntakeRefused(
-            f"`{task_ref}` needs grader `{task.grader}`, which this bot does not know; "
-            "please tell a moderator."
-        ) from None
+        raise Refused(UnknownGrader(task_ref, task.grader)) from None
     return prepared, spec
 
 
@@ -127,8 +116,8 @@ async def submit(
     *,
     guild_id: int,
     submitter: Submitter,
-    quest: Quest,
-    task: AnyTask,
+    guild_map: GuildMap,
+    task_ref: str,
     filename: str,
     data: bytes,
     limits: UploadLimits,
@@ -136,12 +125,13 @@ async def submit(
     reply: Reply | None,
     now: Callable[[], datetime],
 ) -> Queued:
-    """Queue ``data`` for grading as ``task`` of ``quest`` (as found on the server's map), or
-    raise IntakeRefused with the member's message.
+    """Queue ``data`` for grading as the build task ``task_ref`` of the server's map, or raise
+    ``Refused`` saying which rule said no.
 
     ``now`` is read once the transaction holds the write lock, so the recorded time is when
     the checks ran: never before the member's previous verdict.
     """
+    quest, task = find_build_task(guild_map, task_ref)
     task_ref = f"{quest.id}/{task.id}"
     prepared, spec = prepare_job(task_ref, task, filename, data, limits)
     async with sessions() as session, session.begin():
@@ -175,7 +165,8 @@ async def queue_submission(
     reply: Reply | None,
     now: datetime,
 ) -> Queued:
-    """Store the upload and its job in the caller's transaction, or refuse with a reason."""
+    """Store the upload and its job in the caller's transaction, or ``Refused`` (``InFlight``,
+    ``HourlyLimit``)."""
     await lock_member(session, guild_id, member_id)
     busy = await session.scalar(
         select(Submission.id)
@@ -183,11 +174,7 @@ async def queue_submission(
         .limit(1)
     )
     if busy is not None:
-        raise RateLimited(
-            f"Your submission #{busy} is still being graded; one at a time, please. "
-            "Its verdict will arrive here shortly.",
-            retry_after_s=IN_FLIGHT_RETRY_S,
-        )
+        raise Refused(InFlight(retry_after_s=IN_FLIGHT_RETRY_S, submission_id=busy))
     hour_ago = now - timedelta(hours=1)
     recent = (
         await session.execute(
@@ -199,11 +186,7 @@ async def queue_submission(
     count, oldest = recent
     if count >= hourly_limit:
         wait_s = max(math.ceil((oldest + timedelta(hours=1) - now).total_seconds()), 1)
-        raise RateLimited(
-            f"You have submitted {count} times in the last hour (the limit is {hourly_limit}); "
-            f"try again in {math.ceil(wait_s / 60)} min.",
-            retry_after_s=wait_s,
-        )
+        raise Refused(HourlyLimit(retry_after_s=wait_s, count=count, limit=hourly_limit))
     submission = Submission(
         guild_id=guild_id,
         member_id=member_id,

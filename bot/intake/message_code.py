@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from bot.intake.submission_input import ACCEPTED
+from bot.intake.submission_input import accepted_kind
 
 #: the name a code block is submitted under (``validate_submission`` needs a .py name)
 BLOCK_FILENAME = "message.py"
@@ -75,7 +75,7 @@ def find_code(content: str, attachments: Sequence[AttachmentInfo]) -> MessageCod
     code_files = [
         (index, info)
         for index, info in enumerate(attachments)
-        if PurePath(info.filename).suffix.lower() in ACCEPTED
+        if accepted_kind(info.filename) is not None
     ]
     if code_files:
         index, first = code_files[0]

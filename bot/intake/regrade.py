@@ -1,7 +1,8 @@
 """``/admin regrade``: grade a stored submission again, as the server's map now defines its task.
 
-The stored bytes go through the same ``intake.prepare_job`` as a fresh ``/submit``, so the new
-job carries a fresh spec (a job queued before jobs carried one becomes gradable this way).
+The stored bytes go through the same ``find_build_task`` and ``prepare_job`` as a fresh
+``/submit``, so the new job carries a fresh spec (a job queued before jobs carried one becomes
+gradable this way), and a rule the stored upload fails today is a ``CannotRegrade``.
 XP follows the better verdict: settling the new one pays only a difference, never twice.
 Runs in the bot process; no Discord.
 """
@@ -16,7 +17,17 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.content.hashing import version_hash
 from bot.curriculum.guild_map import GuildMap
 from bot.db.models import AuditEntry, GradingJob, Submission
-from bot.intake.accept import IntakeRefused, UploadLimits, prepare_job
+from bot.intake.accept import find_build_task, prepare_job
+from bot.intake.refusals import (
+    AlreadyBeingGraded,
+    CannotRegrade,
+    NoSuchSubmission,
+    Refused,
+    SubmitRefusal,
+    TaskOffTheMap,
+    UnknownTask,
+)
+from bot.intake.submission_input import UploadLimits
 from bot.jobs import queue
 
 
@@ -36,26 +47,21 @@ async def regrade(
     limits: UploadLimits,
     moderator_user_id: int,
 ) -> Requeued:
-    """Queue ``submission_id`` of ``guild_id`` again and audit it; IntakeRefused says why not."""
+    """Queue ``submission_id`` of ``guild_id`` again and audit it; ``Refused`` says why not."""
     async with sessions() as session, session.begin():
         row = await session.get(Submission, submission_id)
         if row is None or row.guild_id != guild_id:
-            raise IntakeRefused(f"There is no submission #{submission_id} in this server.")
+            raise Refused(NoSuchSubmission(submission_id))
         if await _being_graded(session, row.id):
-            raise IntakeRefused(f"Submission #{submission_id} is already being graded.")
+            raise Refused(AlreadyBeingGraded(submission_id))
         try:
-            quest, task = guild_map.find_task(row.task_ref)
-        except KeyError:
-            raise IntakeRefused(
-                f"Submission #{submission_id} is for `{row.task_ref}`, which is no longer on "
-                "this server's map, so there is nothing to grade it against."
-            ) from None
-        try:
+            quest, task = find_build_task(guild_map, row.task_ref)
             _, spec = prepare_job(row.task_ref, task, row.filename, row.content, limits)
-        except IntakeRefused as exc:
-            raise IntakeRefused(
-                f"Submission #{submission_id} cannot be graded again: {exc}"
-            ) from None
+        except Refused as exc:
+            if isinstance(exc.refusal, UnknownTask):
+                raise Refused(TaskOffTheMap(submission_id, row.task_ref)) from None
+            assert isinstance(exc.refusal, SubmitRefusal)
+            raise Refused(CannotRegrade(submission_id, exc.refusal)) from None
         previous = {"previous": row.status, "previous_score": row.score}
         await session.execute(
             update(Submission)

@@ -20,8 +20,11 @@ from bot.config import Settings
 from bot.content import Content
 from bot.content.schema import BuildTask
 from bot.errors import UserError
-from bot.intake.submission_input import SubmissionRejected, validate_submission
+from bot.intake.accept import find_build_task, prepare_job
+from bot.intake.refusals import NotABuildTask, Refusal, Refused, UnknownTask
+from bot.intake.submission_input import UploadLimits
 from bot.jobs.job_spec import JobSpec
+from bot.presentation.refusal_words import refusal_words
 from bot.startup import load_content_or_fail
 from bot.worker import peaks
 from bot.worker.file_watch import FileWatch
@@ -170,15 +173,10 @@ def prepare(
     if data is None:
         data = read_file(path)
     try:
-        prepared = validate_submission(
-            path.name,
-            data,
-            max_py_bytes=settings.max_py_bytes,
-            max_ipynb_bytes=settings.max_notebook_bytes,
-        )
-    except SubmissionRejected as exc:
-        raise UserError(f"{path}: {exc}") from None
-    return JobSpec.build(task_ref, task, prepared, path.name)
+        _, spec = prepare_job(task_ref, task, path.name, data, UploadLimits.of(settings))
+    except Refused as exc:
+        raise UserError(f"{path}: {refusal_line(exc.refusal)}") from None
+    return spec
 
 
 def launch_sandbox(*, huge_pages: bool = False, partner: bool = False) -> Zygote:
@@ -200,17 +198,24 @@ def launch_sandbox(*, huge_pages: bool = False, partner: bool = False) -> Zygote
 
 def _build_task(content: Content, task_ref: str) -> BuildTask:
     try:
-        _, task = content.find_task(task_ref)
-    except KeyError:
-        raise UserError(
-            f"unknown task {task_ref!r}; `brrrbot grade --list` shows the gradable tasks"
-        ) from None
-    if not isinstance(task, BuildTask):
-        raise UserError(
-            f"{task_ref} is a {task.kind} task, not graded code; `brrrbot grade --list` shows "
-            "the gradable tasks"
-        )
+        _, task = find_build_task(content, task_ref)
+    except Refused as exc:
+        raise UserError(refusal_line(exc.refusal)) from None
     return task
+
+
+def refusal_line(refusal: Refusal) -> str:
+    """``brrrbot grade``'s words for a refusal of intake: the shared ones, but a task it does
+    not grade points at ``--list``."""
+    match refusal:
+        case UnknownTask(ref=ref):
+            return f"unknown task {ref!r}; `brrrbot grade --list` shows the gradable tasks"
+        case NotABuildTask(ref=ref, kind=kind):
+            return (
+                f"{ref} is a {kind} task, not graded code; `brrrbot grade --list` shows "
+                "the gradable tasks"
+            )
+    return refusal_words(refusal)
 
 
 def render(verdict: Verdict, *, as_json: bool, compact: bool = False) -> str:

@@ -120,22 +120,29 @@ async def test_submit_failing_solution_gets_feedback_and_no_xp(world: World) -> 
     assert _ledger(world, learner) == before
 
 
+CDN_DOWNLOAD = "GET /cdn/attachments/{channel_id}/{attachment_id}/{filename}"
+
+
 @pytest.mark.parametrize(
-    ("filename", "data", "words"),
+    ("filename", "data", "words", "downloaded"),
     [
-        ("notes.txt", b"print(1)", "not a .py or .ipynb"),
-        ("empty.py", b"", "empty"),
-        ("blob.py", b"\x00\x01\x02\x03" * 10, "binary"),
-        ("big.py", b"#" * (300 * 1024), "limit"),
+        ("notes.txt", b"print(1)", "not a .py or .ipynb", False),
+        ("empty.py", b"", "empty", True),
+        ("blob.py", b"\x00\x01\x02\x03" * 10, "binary", True),
+        ("big.py", b"#" * (300 * 1024), "limit", False),
     ],
 )
 async def test_submit_rejects_bad_files_with_a_reason(
-    world: World, filename: str, data: bytes, words: str
+    world: World, filename: str, data: bytes, words: str, downloaded: bool
 ) -> None:
     learner = world.learner()
+    before = len(world.fake.calls(CDN_DOWNLOAD))
     handle = await world.submit(learner, data, filename=filename)
     reply = await handle.original(timeout=10)
     assert words in reply.content, reply.content
+    # what intake refuses by its name or size alone is never downloaded
+    fetched = [c.params["filename"] for c in world.fake.calls(CDN_DOWNLOAD)[before:]]
+    assert fetched == ([filename] if downloaded else []), fetched
     with sqlite3.connect(world.database) as db:
         queued = db.execute(
             "SELECT COUNT(*) FROM submissions JOIN members ON members.id = submissions.member_id "
@@ -146,9 +153,11 @@ async def test_submit_rejects_bad_files_with_a_reason(
 
 
 async def test_submit_unknown_task_typed_by_hand(world: World) -> None:
+    before = len(world.fake.calls(CDN_DOWNLOAD))
     handle = await world.submit(world.learner(), b"x = 1\n", filename="s.py", task="go-brrrr/nope")
     reply = await handle.original(timeout=10)
     assert "There is no task `go-brrrr/nope`" in reply.content
+    assert world.fake.calls(CDN_DOWNLOAD)[before:] == []  # told before the file is fetched
 
 
 async def test_answer_quiz_in_a_modal_marks_each_answer(world: World) -> None:

@@ -14,7 +14,7 @@ from bot.content import Content, QuizTask
 from bot.content.documents import load_file
 from bot.content.quiz_grading import grade_quiz
 from bot.content.schema import Quest
-from bot.intake.submission_input import validate_submission
+from bot.intake.submission_input import UploadLimits, validate_submission
 from bot.worker.grade_job import SandboxRunner
 from graders.base import Check, Grader, Verdict
 from sandbox.api import SandboxRequest, SandboxResult
@@ -26,7 +26,7 @@ def grade_in_sandbox(
 ) -> tuple[Verdict, SandboxResult]:
     """Grade an example file as the bot does: validate it, run a fresh plan in the
     sandbox, judge.  The raw result comes back too, for tests that look at the job."""
-    prepared = validate_submission(path.name, path.read_bytes())
+    prepared = validate_submission(path.name, path.read_bytes(), UploadLimits.defaults())
     plan = grader.plan(secrets.randbits(62), device)
     request = SandboxRequest(prepared.source, path.name, plan.calls, grader.limits, device=device)
     result = zygote.run(request)

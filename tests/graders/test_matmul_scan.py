@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.intake.submission_input import validate_submission
+from bot.intake.submission_input import UploadLimits, validate_submission
 from graders.source_scan import forbidden_ops, scan
 
 SOLUTIONS = Path(__file__).parent / "solutions"
@@ -27,7 +27,7 @@ def test_honest_files_have_no_findings(name: str) -> None:
 
 def test_the_converted_notebook_has_no_findings() -> None:
     data = (SOLUTIONS / "correct_magics.ipynb").read_bytes()
-    source = validate_submission("correct_magics.ipynb", data).source
+    source = validate_submission("correct_magics.ipynb", data, UploadLimits.defaults()).source
     assert "A @ B" in source  # in a top-level check cell, which is not scanned
     reports = scan(source, FUNCTIONS)
     assert all(r.found and not r.findings for r in reports.values())

@@ -12,7 +12,7 @@ from bot.intake.message_code import (
     NoCode,
     find_code,
 )
-from bot.intake.submission_input import validate_submission
+from bot.intake.submission_input import UploadLimits, validate_submission
 
 CODE = "import torch\n\n\ndef matmul_loops(A, B):\n    return A @ B\n"
 
@@ -48,7 +48,7 @@ def test_an_untagged_block_is_taken_when_no_block_is_tagged_python() -> None:
 def test_the_block_text_is_what_submit_validates() -> None:
     found = find_code(f"```python\n{CODE}```", [])
     assert isinstance(found, BlockCode)
-    prepared = validate_submission(found.filename, found.data)
+    prepared = validate_submission(found.filename, found.data, UploadLimits.defaults())
     assert prepared.kind == "py" and prepared.source == CODE
 
 

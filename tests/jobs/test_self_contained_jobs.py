@@ -24,6 +24,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from bot.curriculum.guild_map import GuildMap
 from bot.db.engine import make_sessionmaker
 from bot.db.models import GradingJob, Submission
 from bot.intake import accept
@@ -97,8 +98,8 @@ async def test_a_job_of_an_added_quest_is_graded_without_content(
         make_sessionmaker(engine),
         guild_id=GUILD,
         submitter=accept.Submitter(100, "learner"),
-        quest=(quest := added_quest()),
-        task=quest.task("three-ways"),
+        guild_map=GuildMap(quests=(added_quest(),), phase_titles={}),
+        task_ref="matmul-again/three-ways",
         filename="solution.py",
         data=CORRECT,
         limits=LIMITS,

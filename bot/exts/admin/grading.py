@@ -7,9 +7,9 @@ from discord import app_commands
 
 from bot.delivery.failures import failed_deliveries
 from bot.exts.admin.shared import AdminBase
-from bot.exts.common import UserFacingError, guild_id_of
-from bot.intake.accept import IntakeRefused, UploadLimits
+from bot.exts.common import guild_id_of
 from bot.intake.regrade import regrade as regrade_submission
+from bot.intake.submission_input import UploadLimits
 from bot.presentation.failed_deliveries import failed_deliveries_text
 
 
@@ -20,17 +20,14 @@ class GradingCommands(AdminBase):
         self, interaction: discord.Interaction, submission: app_commands.Range[int, 1]
     ) -> None:
         guild_id = guild_id_of(interaction)
-        try:
-            await regrade_submission(
-                self.bot.services.sessions,
-                guild_id=guild_id,
-                submission_id=submission,
-                guild_map=await self.bot.services.guild_map(guild_id),
-                limits=UploadLimits.of(self.bot.services.settings),
-                moderator_user_id=interaction.user.id,
-            )
-        except IntakeRefused as exc:
-            raise UserFacingError(str(exc)) from None
+        await regrade_submission(  # its Refused is answered by bot.exts.error_replies
+            self.bot.services.sessions,
+            guild_id=guild_id,
+            submission_id=submission,
+            guild_map=await self.bot.services.guild_map(guild_id),
+            limits=UploadLimits.of(self.bot.services.settings),
+            moderator_user_id=interaction.user.id,
+        )
         await interaction.response.send_message(
             f"Submission #{submission} is queued for grading again; the member gets the new "
             "verdict by DM, and XP follows the better of the two.",
