@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.db.dialect import upsert
 from bot.db.models import WorkerHeartbeat
+from bot.db.presence import BEAT_S as BEAT_S  # re-exported: how often a worker beats
 from bot.db.presence import RECENT_S
 from bot.db.types import utcnow
 from bot.jobs.capabilities import Capabilities, Peaks, Requirements
