@@ -24,6 +24,7 @@ from bot.api import tokens
 from bot.api.status import NotFound, NotYours, submission_status
 from bot.api.tokens import Caller, TokenRefused
 from bot.content import BuildTask
+from bot.db.states import SubmissionStatus
 from bot.http.openapi import document
 from bot.intake import accept
 from bot.intake.submission_input import ACCEPTED, format_size
@@ -185,7 +186,7 @@ async def post_submission(request: web.Request) -> web.Response:
     body = {
         "id": queued.submission_id,
         "task": queued.task_ref,
-        "status": "queued",
+        "status": SubmissionStatus.QUEUED.value,
         "position": queued.position,
     }
     return web.json_response(body, status=202, headers={"Location": location})

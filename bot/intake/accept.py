@@ -25,6 +25,7 @@ from bot.config import Settings
 from bot.content import AnyTask, BuildTask, Quest
 from bot.content.hashing import version_hash
 from bot.db.models import Submission
+from bot.db.states import IN_FLIGHT
 from bot.db.types import utcnow
 from bot.intake.submission_input import PreparedSource, SubmissionRejected, validate_submission
 from bot.jobs import heartbeat, queue
@@ -32,7 +33,6 @@ from bot.jobs.capabilities import Requirements
 from bot.jobs.job_spec import JobSpec
 from bot.progress.members import ensure_member, lock_member
 
-IN_FLIGHT = ("queued", "grading")
 #: when to try again after "one in flight": a guess, as grading takes seconds to a minute
 IN_FLIGHT_RETRY_S = 30
 #: how long Discord lets a bot edit its reply to an interaction
