@@ -27,7 +27,7 @@ from bot.db.models import GradingJob, Submission
 from bot.db.states import ACTIVE, JobStatus, SubmissionStatus
 from bot.db.types import utcnow
 from bot.jobs.capabilities import Capabilities, Requirements
-from bot.jobs.job_spec import JobSpec
+from bot.jobs.job_spec import JobSpec, UnreadableSpec, read_spec
 from graders.base import Verdict
 
 LEASE_SECONDS = 30.0
@@ -50,9 +50,9 @@ class ClaimedJob:
     submission_id: int
     attempt: int
     lease_owner: str
-    #: the stored ``JobSpec.to_json()``, read with the claim; None for a job queued before
-    #: jobs carried one.  ``JobSpec.from_json`` turns it into a spec or a reason it is none.
-    spec: dict[str, Any] | None = None
+    #: the job's spec, read with the claim, or why the stored one is none this code can read
+    #: (missing on a job queued before jobs carried one, newer than this code, malformed)
+    spec: JobSpec | UnreadableSpec
 
 
 def _claimable(now: datetime) -> Any:
@@ -153,7 +153,7 @@ async def claim(
             break
         else:
             return None
-    return ClaimedJob(job_id, submission_id, attempt, owner, stored)
+    return ClaimedJob(job_id, submission_id, attempt, owner, read_spec(stored))
 
 
 async def _give_up(
