@@ -22,7 +22,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.config import Settings
-from bot.content import AnyTask, BuildTask, Quest
+from bot.content import AnyTask, BuildTask, Quest, TaskRef
 from bot.content.hashing import version_hash
 from bot.db.models import Submission
 from bot.db.states import IN_FLIGHT
@@ -142,7 +142,7 @@ async def submit(
     ``now`` is read once the transaction holds the write lock, so the recorded time is when
     the checks ran: never before the member's previous verdict.
     """
-    task_ref = f"{quest.id}/{task.id}"
+    task_ref = str(TaskRef(quest.id, task.id))
     prepared, spec = prepare_job(task_ref, task, filename, data, limits)
     async with sessions() as session, session.begin():
         member = await ensure_member(session, guild_id, submitter.user_id, submitter.display_name)
