@@ -40,6 +40,7 @@ from bot.db.models import (
     XpEntry,
 )
 from bot.db.presence import RECENT_S
+from bot.db.states import JobStatus
 from bot.db.types import utcnow
 from bot.progress.ledger import COMPLETION_SOURCES
 from bot.progress.periods import month_key, week_key
@@ -261,7 +262,7 @@ async def check_leases(session: AsyncSession, *, lease_s: float, now: datetime) 
             WorkerHeartbeat.last_seen_at,
         )
         .outerjoin(WorkerHeartbeat, WorkerHeartbeat.name == GradingJob.lease_owner)
-        .where(GradingJob.status == "running", GradingJob.lease_expires_at < now)
+        .where(GradingJob.status == JobStatus.RUNNING, GradingJob.lease_expires_at < now)
         .order_by(GradingJob.id)
     )
     problems = []

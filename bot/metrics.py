@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot import clock
 from bot.db.models import GradingJob, WorkerHeartbeat
 from bot.db.presence import RECENT_S
+from bot.db.states import ACTIVE, JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -106,10 +107,10 @@ async def read_queue_state(session: AsyncSession, now: datetime) -> QueueState:
     index of a fleet-sized table)."""
     counted = await session.execute(
         select(GradingJob.status, func.count())
-        .where(GradingJob.status.in_(("queued", "running")))
+        .where(GradingJob.status.in_(ACTIVE))
         .group_by(GradingJob.status)
     )
-    jobs: dict[str, int] = {status: count for status, count in counted}
+    jobs: dict[JobStatus, int] = {status: count for status, count in counted}
     seen = await session.execute(
         select(WorkerHeartbeat.cuda, WorkerHeartbeat.gpu_name, func.count())
         .where(WorkerHeartbeat.last_seen_at >= now - timedelta(seconds=RECENT_S))
@@ -119,7 +120,7 @@ async def read_queue_state(session: AsyncSession, now: datetime) -> QueueState:
         LiveWorkers("cuda" if cuda else "cpu", gpu_name or "", count)
         for cuda, gpu_name, count in seen
     )
-    return QueueState(jobs.get("queued", 0), jobs.get("running", 0), workers)
+    return QueueState(jobs.get(JobStatus.QUEUED, 0), jobs.get(JobStatus.RUNNING, 0), workers)
 
 
 class _Snapshot(Collector):

@@ -88,13 +88,25 @@ def test_show_quiz_lists_its_questions_but_never_their_explanations(tmp_path: Pa
 
 @pytest.mark.parametrize(
     ("ref", "words"),
-    [("go-brr", "no quest 'go-brr'"), ("go-brrrr/nope", "no task 'go-brrrr/nope'")],
+    [
+        ("go-brr", "no quest 'go-brr'"),
+        ("go-brrrr/nope", "no task 'go-brrrr/nope'"),
+        ("nope/", "no quest 'nope'"),
+        ("go-brrrr/matmul-three-ways/x", "no task 'go-brrrr/matmul-three-ways/x'"),
+        ("Go-Brrrr/matmul-three-ways", "no task 'Go-Brrrr/matmul-three-ways'"),
+    ],
 )
 def test_show_unknown_names_what_exists(ref: str, words: str, tmp_path: Path) -> None:
     result = run_cli("quests", "show", ref, cwd=tmp_path, env=ENV)
     assert result.returncode == 2 and result.stdout == ""
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"brrrbot: error: {words}") and "go-brrrr, tensor-puzzles" in line
+
+
+def test_a_trailing_slash_shows_the_quest(tmp_path: Path) -> None:
+    result = run_cli("quests", "show", "go-brrrr/", cwd=tmp_path, env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert _lines(result.stdout)[0] == f"# {CONTENT.quest('go-brrrr').title} (`go-brrrr`)"
 
 
 def test_on_a_terminal_it_is_rendered_markdown(tmp_path: Path) -> None:

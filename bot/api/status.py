@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.api.tokens import Caller
+from bot.db import states
 from bot.db.models import Member, Submission
 
 
@@ -25,7 +26,7 @@ class NotYours(Exception):
 class SubmissionStatus:
     id: int
     task: str
-    status: str  # queued | grading | passed | failed | error
+    status: states.SubmissionStatus
     created_at: datetime
     finished_at: datetime | None
     verdict: dict[str, Any] | None  # ``Verdict.to_json()`` once graded
@@ -35,7 +36,7 @@ class SubmissionStatus:
         return {
             "id": self.id,
             "task": self.task,
-            "status": self.status,
+            "status": str(self.status),
             "created_at": self.created_at.isoformat(),
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
             "verdict": self.verdict,

@@ -68,17 +68,22 @@ def _cmd_quests_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_quests_show(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.content import BadTaskRef, TaskRef
     from bot.startup import load_content_or_fail
     from bot.terminal.quest_markdown import quest_text, task_text
 
     content = load_content_or_fail(settings)
-    quest_id, _, task_id = args.ref.partition("/")
+    wanted = args.ref.removesuffix("/")  # QUEST/ is the quest, as QUEST is
+    is_task = "/" in wanted
     try:
-        quest = content.quest(quest_id)
-        text = task_text(quest, quest.task(task_id)) if task_id else quest_text(content, quest)
-    except KeyError:
+        if is_task:
+            quest, task = content.find_task(TaskRef.parse(wanted))
+            text = task_text(quest, task)
+        else:
+            text = quest_text(content, content.quest(wanted))
+    except (BadTaskRef, KeyError):
         known = ", ".join(q.id for q in content.quests)
-        what = f"task {args.ref!r}" if task_id else f"quest {quest_id!r}"
+        what = f"task {args.ref!r}" if is_task else f"quest {wanted!r}"
         raise UserError(
             f"no {what}; quests: {known} (`brrrbot quests show QUEST` lists a quest's tasks)"
         ) from None

@@ -9,7 +9,7 @@ from bot.content.hashing import version_hash
 from bot.content.loader import check_content, load_content
 from bot.content.problems import ContentError, Problem
 from bot.content.quest_add import check_quest_text
-from bot.content.refs import TaskRef
+from bot.content.refs import BadTaskRef, TaskRef
 from bot.content.schema import (
     AnyTask,
     BuildTask,
@@ -28,6 +28,7 @@ from bot.content.schema import (
 
 __all__ = [
     "AnyTask",
+    "BadTaskRef",
     "BuildTask",
     "Content",
     "ContentError",

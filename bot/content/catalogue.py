@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from bot.content.refs import TaskRef
+from bot.content.refs import BadTaskRef, TaskRef
 from bot.content.schema import AnyTask, LibraryEntry, Phase, Quest
 
 
@@ -60,7 +60,7 @@ class Content:
         if isinstance(ref, str):
             try:
                 ref = TaskRef.parse(ref)
-            except ValueError as exc:
+            except BadTaskRef as exc:
                 raise KeyError(str(exc)) from None
         quest = self.quest(ref.quest)
         return quest, quest.task(ref.task)

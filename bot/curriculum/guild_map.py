@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.content import AnyTask, Content, Quest, TaskRef
+from bot.content import AnyTask, BadTaskRef, Content, Quest, TaskRef
 from bot.db.models import Guild, GuildQuest, QuestSchedule
 from bot.progress.periods import local_date
 
@@ -43,13 +43,13 @@ class GuildMap:
         """KeyError for anything that is not a task of this map, malformed refs included."""
         try:
             parsed = TaskRef.parse(ref)
-        except ValueError as exc:
+        except BadTaskRef as exc:
             raise KeyError(str(exc)) from None
         quest = self.quest(parsed.quest)
         return quest, quest.task(parsed.task)
 
     def tasks(self) -> list[tuple[str, Quest, AnyTask]]:
-        return [(f"{q.id}/{t.id}", q, t) for q in self.quests for t in q.tasks]
+        return [(str(TaskRef(q.id, t.id)), q, t) for q in self.quests for t in q.tasks]
 
     def phases(self) -> list[tuple[str, list[Quest]]]:
         """Phase title and its quests, in map order."""

@@ -31,8 +31,10 @@ def head_revision() -> str:
     return head
 
 
-async def _run(engine: AsyncEngine, fn: Any, *args: Any) -> Any:
+async def _run(engine: AsyncEngine, fn: Any, *args: Any, schema_change: bool = False) -> Any:
     try:
+        if schema_change and engine.dialect.name == "sqlite":
+            return await _run_sqlite_schema_change(engine, fn, *args)
         async with engine.begin() as connection:
             return await connection.run_sync(fn, *args)
     except OperationalError as exc:
@@ -41,6 +43,42 @@ async def _run(engine: AsyncEngine, fn: Any, *args: Any) -> Any:
         raise DatabaseError(f"cannot open the database {_safe_url(engine)}: {exc}") from None
     except SQLAlchemyError as exc:
         raise DatabaseError(f"database {_safe_url(engine)}: {exc}") from None
+
+
+async def _run_sqlite_schema_change(engine: AsyncEngine, fn: Any, *args: Any) -> Any:
+    """Run a migration as SQLite's own procedure for schema changes does: foreign keys off.
+
+    SQLite adds a constraint or drops a column by rebuilding the table (alembic's batch mode:
+    copy, DROP, rename).  With foreign keys on, that DROP deletes the old table's rows first,
+    and every ``ON DELETE CASCADE`` below it fires: rebuilding ``submissions`` would delete
+    every job and speed result.  The pragma is a no-op inside a transaction, so it is set on
+    the driver connection before ours begins; ``PRAGMA foreign_key_check`` before the commit
+    then refuses a migration that left a dangling reference, and foreign keys are on again
+    before the connection goes back to the pool (or it is discarded).
+    """
+    async with engine.connect() as connection:
+        driver: Any = (await connection.get_raw_connection()).driver_connection
+        try:
+            await _pragma(driver, "foreign_keys = OFF")
+            async with connection.begin():
+                result = await connection.run_sync(fn, *args)
+                dangling = (await connection.exec_driver_sql("PRAGMA foreign_key_check")).all()
+                if dangling:
+                    raise DatabaseError(
+                        f"the migration left {len(dangling)} row(s) pointing at rows that do not "
+                        f"exist (table, rowid, parent): {[tuple(row[:3]) for row in dangling[:5]]}"
+                    )
+            return result
+        finally:
+            try:
+                await _pragma(driver, "foreign_keys = ON")
+            except Exception:  # never back to the pool with foreign keys off
+                await connection.invalidate()
+
+
+async def _pragma(driver: Any, setting: str) -> None:
+    async with driver.execute(f"PRAGMA {setting}"):
+        pass
 
 
 def _safe_url(engine: AsyncEngine) -> str:
@@ -65,11 +103,11 @@ def _current(connection: Connection) -> str | None:
 
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
     """Bring the schema to ``revision`` in one transaction (all or nothing)."""
-    await _run(engine, _upgrade, revision)
+    await _run(engine, _upgrade, revision, schema_change=True)
 
 
 async def downgrade(engine: AsyncEngine, revision: str) -> None:
-    await _run(engine, _downgrade, revision)
+    await _run(engine, _downgrade, revision, schema_change=True)
 
 
 async def current(engine: AsyncEngine) -> str | None:

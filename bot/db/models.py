@@ -9,6 +9,7 @@ sums over it.
 from __future__ import annotations
 
 from datetime import date, datetime
+from enum import StrEnum
 from typing import Any, ClassVar
 
 from sqlalchemy import (
@@ -16,6 +17,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Date,
+    Enum,
     Float,
     ForeignKey,
     Index,
@@ -31,6 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from bot.db.states import JobStatus, SubmissionStatus
 from bot.db.types import UTCDateTime, utcnow
 
 NAMING_CONVENTION = {
@@ -49,6 +52,20 @@ class Base(DeclarativeBase):
         dict[str, Any]: JSON,
         list[Any]: JSON,
     }
+
+
+def _states(states: type[StrEnum]) -> Enum:
+    """A status column: VARCHAR(16) holding the member's value, read back as the member, and
+    a CHECK constraint ``ck_<table>_status`` that refuses any other value."""
+    return Enum(
+        states,
+        name="status",
+        native_enum=False,
+        create_constraint=True,
+        length=16,
+        values_callable=lambda members: [member.value for member in members],
+        validate_strings=True,
+    )
 
 
 class CreatedAt:
@@ -131,7 +148,11 @@ class QuestSchedule(CreatedAt, Base):
 
 
 class Submission(CreatedAt, Base):
-    """An uploaded file and its latest verdict; the bytes are kept for regrades."""
+    """An uploaded file and its latest verdict; the bytes are kept for regrades.
+
+    ``verdict`` is the one stored copy of the verdict (``Verdict.to_json()``), written by the
+    job that graded it; ``status`` is one of ``SubmissionStatus``.
+    """
 
     __tablename__ = "submissions"
     __table_args__ = (Index(None, "member_id", "created_at"),)
@@ -146,7 +167,9 @@ class Submission(CreatedAt, Base):
     content: Mapped[bytes] = mapped_column(LargeBinary)
     size_bytes: Mapped[int] = mapped_column(Integer)
     sha256: Mapped[str] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    status: Mapped[SubmissionStatus] = mapped_column(
+        _states(SubmissionStatus), default=SubmissionStatus.QUEUED
+    )
     score: Mapped[float | None] = mapped_column(Float)
     verdict: Mapped[dict[str, Any] | None]
     finished_at: Mapped[datetime | None]
@@ -182,7 +205,7 @@ class GradingJob(CreatedAt, Base):
     submission_id: Mapped[int] = mapped_column(
         ForeignKey("submissions.id", ondelete="CASCADE"), index=True
     )
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    status: Mapped[JobStatus] = mapped_column(_states(JobStatus), default=JobStatus.QUEUED)
     #: what the task needs from a worker (see bot.jobs.capabilities)
     needs_cuda: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     min_gpu_memory_mib: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -193,7 +216,7 @@ class GradingJob(CreatedAt, Base):
     available_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
-    result: Mapped[dict[str, Any] | None]
+    #: the job's verdict is the submission's (``Submission.verdict``), stored there alone
     error: Mapped[str | None] = mapped_column(Text)
     #: everything grading needs (``bot.jobs.job_spec.JobSpec``); None on jobs queued
     #: before revision 0005

@@ -5,8 +5,10 @@ with the route used), so a bot killed at any point picks up where it stopped: se
 pays nothing twice (the ledger's idempotency keys), and the stored award makes a re-sent
 message say the same thing.
 
-Each verdict is handled on its own: one that cannot be read, paid, rendered or sent is
-recorded with a backoff (``bot.delivery.failures``; settling and sending share one
+A stored verdict is read (``Verdict.from_json``) once per delivery: the pass that settles it
+hands the typed verdict on to its delivery; only one settled in an earlier pass is read from
+the row again.  Each verdict is handled on its own: one that cannot be read, paid, rendered or
+sent is recorded with a backoff (``bot.delivery.failures``; settling and sending share one
 count of tries) and the pass moves on, so it never holds back the verdicts behind it.  Only
 ``passed`` pays XP; an ``error`` verdict (grading failed on our side) is delivered as a message
 saying it is not the member's fault.
@@ -27,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot import clock
 from bot.db.models import Guild, Member, Submission
+from bot.db.states import FINISHED
 from bot.delivery.failures import RETRIES, RetryPolicy, record_failure
 from bot.delivery.transport import PendingVerdict, Route, RouteRefused, Transport
 from bot.logs import log_context
@@ -37,7 +40,6 @@ from graders.base import Verdict
 
 log = logging.getLogger(__name__)
 
-FINISHED = ("passed", "failed", "error")
 #: don't start an edit with less token life than this left
 TOKEN_MARGIN = timedelta(seconds=30)
 #: a send that hangs longer than this is a failed try, so it cannot stall the others
@@ -81,12 +83,16 @@ async def deliver_pending(
     settled = delivered = failed = 0
     for _ in range(MAX_ROUNDS):
         due = await _due_for_settling(store.reads, now())
+        read: dict[int, Verdict] = {}  # what this round settled, for its delivery
         for submission_id, guild_id, task_ref in due:
             with log_context(submission_id=submission_id, guild_id=guild_id):
                 try:
                     xp = await store.task_xp(guild_id, task_ref)
                     async with store.sessions() as session, session.begin():
-                        settled += await settle(session, submission_id, xp, now())
+                        verdict = await settle(session, submission_id, xp, now())
+                    if verdict is not None:
+                        settled += 1
+                        read[submission_id] = verdict
                 except Exception as exc:
                     failed += 1
                     METRICS.delivery_failed("settle")
@@ -97,7 +103,7 @@ async def deliver_pending(
         for row in rows:
             with log_context(submission_id=row.id, guild_id=row.guild_id):
                 try:
-                    pending = _pending(row)
+                    pending = _pending(row, read.get(row.id))
                     async with asyncio.timeout(SEND_TIMEOUT_S):
                         route = await _send(transport, pending, now())
                     async with store.sessions() as session, session.begin():
@@ -136,10 +142,11 @@ async def _due_for_settling(
 
 async def settle(
     session: AsyncSession, submission_id: int, task_xp: int | None, now: datetime
-) -> bool:
+) -> Verdict | None:
     """Pay a finished verdict's XP (``task_xp`` None: the task is gone, no XP), record its speed
-    result if it passed with one, and record the award on the submission; False when another
-    process settled it first.  Raises ``BadVerdict`` when the stored verdict cannot be read."""
+    result if it passed with one, and record the award on the submission; the verdict settled,
+    or None when another process settled it first.  Raises ``BadVerdict`` when the stored
+    verdict cannot be read."""
     row = (
         await session.execute(
             select(Submission, Guild.timezone)
@@ -148,7 +155,7 @@ async def settle(
         )
     ).first()
     if row is None:
-        return False
+        return None
     submission, tz_name = row
     verdict = Verdict.from_json(submission.verdict or {})
     award = NO_AWARD
@@ -180,7 +187,7 @@ async def settle(
         .where(Submission.id == submission.id, Submission.settled_at.is_(None))
         .values(settled_at=now, award=award.to_json())
     )
-    return True
+    return verdict
 
 
 async def _due_for_delivery(
@@ -213,15 +220,16 @@ async def _due_for_delivery(
         return list(rows)
 
 
-def _pending(row: Row[Any]) -> PendingVerdict:
-    """Raises ``BadVerdict`` (or pydantic's error for the award) when the stored JSON is not
-    one."""
+def _pending(row: Row[Any], verdict: Verdict | None) -> PendingVerdict:
+    """The row as a delivery, with ``verdict`` when settling just read it (else it is read from
+    the row); raises ``BadVerdict`` (or pydantic's error for the award) when the stored JSON is
+    not one."""
     return PendingVerdict(
         submission_id=row.id,
         guild_id=row.guild_id,
         user_id=row.user_id,
         task_ref=row.task_ref,
-        verdict=Verdict.from_json(row.verdict or {}),
+        verdict=verdict if verdict is not None else Verdict.from_json(row.verdict or {}),
         award=Award.from_json(row.award or {}),
         reply_token=row.reply_token,
         reply_expires_at=row.reply_expires_at,

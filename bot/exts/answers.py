@@ -18,7 +18,7 @@ from discord.ext import commands
 
 from bot import clock
 from bot.app import BrrrBot
-from bot.content import Question, QuizTask
+from bot.content import Question, QuizTask, TaskRef
 from bot.content.quiz_grading import grade_quiz
 from bot.exts.common import display_name, find_task, guild_id_of, task_autocomplete
 from bot.presentation.limits import truncate
@@ -111,7 +111,7 @@ class Answers(commands.Cog):
     async def answer(self, interaction: discord.Interaction, task: str) -> None:
         _, quest, found = await find_task(interaction, task, {"quiz"})
         assert isinstance(found, QuizTask)
-        flow = QuizFlow(self, f"{quest.id}/{found.id}", found, interaction.user.id)
+        flow = QuizFlow(self, str(TaskRef(quest.id, found.id)), found, interaction.user.id)
         await interaction.response.send_modal(flow.modal())
 
     async def grade(self, interaction: discord.Interaction, flow: QuizFlow) -> None:
@@ -150,7 +150,7 @@ class Answers(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         guild = await self.bot.services.guild(guild_id)
         tz = ZoneInfo(guild.timezone if guild else "UTC")
-        ref = f"{quest.id}/{found.id}"
+        ref = str(TaskRef(quest.id, found.id))
         async with self.bot.services.sessions() as session, session.begin():
             member = await ensure_member(
                 session, guild_id, interaction.user.id, display_name(interaction.user)

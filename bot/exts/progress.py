@@ -15,7 +15,7 @@ from discord.ext import commands
 
 from bot import clock
 from bot.app import BrrrBot
-from bot.content import AnyTask
+from bot.content import AnyTask, TaskRef
 from bot.exts.common import MAX_CHOICES, UserFacingError, bot_of, display_name, guild_id_of
 from bot.exts.error_replies import AnswersErrors
 from bot.presentation.board_embeds import leaderboard_embed, profile_text
@@ -51,7 +51,9 @@ class Progress(commands.Cog):
         guild_id = guild_id_of(interaction)
         who = member or interaction.user
         guild_map = await self.bot.services.guild_map(guild_id)
-        refs_by_quest = {q.id: [f"{q.id}/{t.id}" for t in q.tasks] for q in guild_map.quests}
+        refs_by_quest = {
+            q.id: [str(TaskRef(q.id, t.id)) for t in q.tasks] for q in guild_map.quests
+        }
         tz = await self._tz(guild_id)  # before the transaction: one session at a time
         async with self.bot.services.sessions() as session, session.begin():
             row = await ensure_member(session, guild_id, who.id, display_name(who))

@@ -11,7 +11,7 @@ from discord.ext import commands
 
 from bot import clock
 from bot.app import BrrrBot
-from bot.content import Quest
+from bot.content import Quest, TaskRef
 from bot.curriculum.guild_map import GuildMap, today_quest
 from bot.exts.common import UserFacingError, find_quest, guild_id_of, quest_autocomplete
 from bot.presentation.limits import batch_embeds
@@ -46,7 +46,7 @@ class Quests(commands.Cog):
             member_id = await find_member_id(session, guild_id, user_id)
             if member_id is None:
                 return {}
-            refs = [f"{quest.id}/{task.id}" for task in quest.tasks]
+            refs = [str(TaskRef(quest.id, task.id)) for task in quest.tasks]
             return {ref: await task_earned(session, member_id, ref) for ref in refs}
 
     async def _show_quest(

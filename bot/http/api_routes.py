@@ -26,6 +26,7 @@ from bot import clock
 from bot.api import tokens
 from bot.api.status import NotFound, NotYours, submission_status
 from bot.api.tokens import Caller, TokenRefused
+from bot.db.states import SubmissionStatus
 from bot.http.openapi import document
 from bot.intake import accept
 from bot.intake.refusals import (
@@ -238,7 +239,7 @@ async def post_submission(request: web.Request) -> web.Response:
     body = {
         "id": queued.submission_id,
         "task": queued.task_ref,
-        "status": "queued",
+        "status": SubmissionStatus.QUEUED.value,
         "position": queued.position,
     }
     return web.json_response(body, status=202, headers={"Location": location})

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.db.states import SubmissionStatus
+
 _ERROR_REF = {"$ref": "#/components/schemas/Error"}
 
 
@@ -59,7 +61,7 @@ def document(max_upload_bytes: int) -> dict[str, Any]:
                     "properties": {
                         "id": {"type": "integer"},
                         "task": {"type": "string"},
-                        "status": {"const": "queued"},
+                        "status": {"const": SubmissionStatus.QUEUED.value},
                         "position": {"type": "integer", "minimum": 1},
                     },
                 },
@@ -77,7 +79,7 @@ def document(max_upload_bytes: int) -> dict[str, Any]:
                     "properties": {
                         "id": {"type": "integer"},
                         "task": {"type": "string"},
-                        "status": {"enum": ["queued", "grading", "passed", "failed", "error"]},
+                        "status": {"enum": [status.value for status in SubmissionStatus]},
                         "created_at": {"type": "string", "format": "date-time"},
                         "finished_at": {"type": ["string", "null"], "format": "date-time"},
                         "verdict": {

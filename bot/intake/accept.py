@@ -27,10 +27,11 @@ from typing import Protocol
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.content import AnyTask, BuildTask, Quest
+from bot.content import AnyTask, BuildTask, Quest, TaskRef
 from bot.content.hashing import version_hash
 from bot.curriculum.guild_map import GuildMap
 from bot.db.models import Submission
+from bot.db.states import IN_FLIGHT
 from bot.db.types import utcnow
 from bot.intake.refusals import (
     HourlyLimit,
@@ -46,7 +47,6 @@ from bot.jobs.capabilities import Requirements
 from bot.jobs.job_spec import JobSpec
 from bot.progress.members import ensure_member, lock_member
 
-IN_FLIGHT = ("queued", "grading")
 #: when to try again after "one in flight": a guess, as grading takes seconds to a minute
 IN_FLIGHT_RETRY_S = 30
 #: how long Discord lets a bot edit its reply to an interaction
@@ -132,7 +132,7 @@ async def submit(
     the checks ran: never before the member's previous verdict.
     """
     quest, task = find_build_task(guild_map, task_ref)
-    task_ref = f"{quest.id}/{task.id}"
+    task_ref = str(TaskRef(quest.id, task.id))
     prepared, spec = prepare_job(task_ref, task, filename, data, limits)
     async with sessions() as session, session.begin():
         member = await ensure_member(session, guild_id, submitter.user_id, submitter.display_name)

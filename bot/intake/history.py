@@ -9,13 +9,14 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.db.models import Submission
+from bot.db.states import SubmissionStatus
 
 
 @dataclass(frozen=True)
 class SubmissionSummary:
     id: int
     task_ref: str
-    status: str  # queued | grading | passed | failed | error
+    status: SubmissionStatus
     score: float | None
     created_at: datetime
 

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.content.hashing import version_hash
 from bot.curriculum.guild_map import GuildMap
 from bot.db.models import AuditEntry, GradingJob, Submission
+from bot.db.states import ACTIVE, SubmissionStatus
 from bot.intake.accept import find_build_task, prepare_job
 from bot.intake.refusals import (
     AlreadyBeingGraded,
@@ -67,7 +68,7 @@ async def regrade(
             update(Submission)
             .where(Submission.id == row.id)
             .values(
-                status="queued",
+                status=SubmissionStatus.QUEUED,
                 quest_version=version_hash(quest),
                 settled_at=None,
                 delivered_at=None,
@@ -97,7 +98,7 @@ async def _being_graded(session: AsyncSession, submission_id: int) -> bool:
     busy = await session.scalar(
         select(GradingJob.id).where(
             GradingJob.submission_id == submission_id,
-            GradingJob.status.in_(("queued", "running")),
+            GradingJob.status.in_(ACTIVE),
         )
     )
     return busy is not None

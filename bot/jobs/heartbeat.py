@@ -1,6 +1,6 @@
 """Worker heartbeats: who is grading, with what, and whether they were seen lately.
 
-A worker upserts its row every ``BEAT_S`` and deletes it when it stops cleanly; a
+A worker upserts its row every ``presence.BEAT_S`` and deletes it when it stops cleanly; a
 worker that died simply goes stale, and only rows newer than ``RECENT_S`` count as live.
 The bot asks ``capable_worker_seen`` when a member submits, so "no GPU worker is around"
 is said at once, not after a wait.

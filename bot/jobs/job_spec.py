@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
@@ -34,8 +35,28 @@ class PreparedSource:
     sha256: str  # of the original bytes
 
 
+class SpecProblem(StrEnum):
+    """Why stored job data is no spec this code can read."""
+
+    MISSING = "missing"  # the job was queued before jobs carried one
+    TOO_NEW = "too new"  # written by a newer bot than this code
+    MALFORMED = "malformed"
+
+
+@dataclass(frozen=True)
+class UnreadableSpec:
+    """A job's stored spec that could not be read: the problem, and the words saying why."""
+
+    problem: SpecProblem
+    message: str
+
+
 class BadSpec(ValueError):
     """Stored job data that is not a spec this worker can use; the message says why."""
+
+    def __init__(self, unreadable: UnreadableSpec) -> None:
+        super().__init__(unreadable.message)
+        self.unreadable = unreadable
 
 
 @dataclass(frozen=True)
@@ -86,21 +107,32 @@ class JobSpec:
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> JobSpec:
         """The spec ``to_json`` stored; BadSpec when it is missing, malformed or too new."""
-        if not data:
-            raise BadSpec("the job carries no grading spec (it was queued by an older bot)")
-        version = data.get("version")
-        if isinstance(version, int) and version > SPEC_VERSION:
-            raise BadSpec(
-                f"the job's spec is version {version}; this worker understands up to "
-                f"{SPEC_VERSION}: upgrade the worker"
-            )
-        try:
-            return _STORED.validate_python(dict(data))
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}" for e in exc.errors()
-            )
-            raise BadSpec(f"the job's spec is malformed ({problems})") from None
+        spec = read_spec(data)
+        if isinstance(spec, UnreadableSpec):
+            raise BadSpec(spec)
+        return spec
+
+
+def read_spec(data: Mapping[str, Any] | None) -> JobSpec | UnreadableSpec:
+    """The spec ``JobSpec.to_json`` stored, or why ``data`` is none this code can read."""
+    if not data:
+        return UnreadableSpec(
+            SpecProblem.MISSING, "the job carries no grading spec (it was queued by an older bot)"
+        )
+    version = data.get("version")
+    if isinstance(version, int) and version > SPEC_VERSION:
+        return UnreadableSpec(
+            SpecProblem.TOO_NEW,
+            f"the job's spec is version {version}; this worker understands up to "
+            f"{SPEC_VERSION}: upgrade the worker",
+        )
+    try:
+        return _STORED.validate_python(dict(data))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}" for e in exc.errors()
+        )
+        return UnreadableSpec(SpecProblem.MALFORMED, f"the job's spec is malformed ({problems})")
 
 
 _STORED = TypeAdapter(JobSpec)

@@ -24,9 +24,10 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.db.models import GradingJob, Submission
+from bot.db.states import ACTIVE, JobStatus, SubmissionStatus
 from bot.db.types import utcnow
 from bot.jobs.capabilities import Capabilities, Requirements
-from bot.jobs.job_spec import JobSpec
+from bot.jobs.job_spec import JobSpec, UnreadableSpec, read_spec
 from graders.base import Verdict
 
 LEASE_SECONDS = 30.0
@@ -49,16 +50,16 @@ class ClaimedJob:
     submission_id: int
     attempt: int
     lease_owner: str
-    #: the stored ``JobSpec.to_json()``, read with the claim; None for a job queued before
-    #: jobs carried one.  ``JobSpec.from_json`` turns it into a spec or a reason it is none.
-    spec: dict[str, Any] | None = None
+    #: the job's spec, read with the claim, or why the stored one is none this code can read
+    #: (missing on a job queued before jobs carried one, newer than this code, malformed)
+    spec: JobSpec | UnreadableSpec
 
 
 def _claimable(now: datetime) -> Any:
     """Queued and due, or running with an expired lease (its worker died)."""
     return or_(
-        and_(GradingJob.status == "queued", GradingJob.available_at <= now),
-        and_(GradingJob.status == "running", GradingJob.lease_expires_at < now),
+        and_(GradingJob.status == JobStatus.QUEUED, GradingJob.available_at <= now),
+        and_(GradingJob.status == JobStatus.RUNNING, GradingJob.lease_expires_at < now),
     )
 
 
@@ -124,7 +125,7 @@ async def claim(
                 update(GradingJob)
                 .where(GradingJob.id == job_id, _claimable(now))
                 .values(
-                    status="running",
+                    status=JobStatus.RUNNING,
                     attempts=GradingJob.attempts + 1,
                     lease_owner=owner,
                     lease_expires_at=now + timedelta(seconds=lease_s),
@@ -140,17 +141,19 @@ async def claim(
             row = won.first()
             if row is None:
                 continue  # another worker won this one (SQLite without a write lock only)
-            submission_id, attempt, max_attempts, spec = row
+            submission_id, attempt, max_attempts, stored = row
             if attempt > max_attempts:
                 await _give_up(session, job_id, submission_id, attempt - 1, now)
                 continue
             await session.execute(
                 update(Submission)
-                .where(Submission.id == submission_id, Submission.status == "queued")
-                .values(status="grading")
+                .where(Submission.id == submission_id, Submission.status == SubmissionStatus.QUEUED)
+                .values(status=SubmissionStatus.GRADING)
             )
-            return ClaimedJob(job_id, submission_id, attempt, owner, spec)
-    return None
+            break
+        else:
+            return None
+    return ClaimedJob(job_id, submission_id, attempt, owner, read_spec(stored))
 
 
 async def _give_up(
@@ -164,12 +167,12 @@ async def _give_up(
     await session.execute(
         update(GradingJob)
         .where(GradingJob.id == job_id)
-        .values(status="dead", lease_owner=None, finished_at=now, error=message, result=verdict)
+        .values(status=JobStatus.DEAD, lease_owner=None, finished_at=now, error=message)
     )
     await session.execute(
         update(Submission)
         .where(Submission.id == submission_id)
-        .values(status="error", score=None, verdict=verdict, finished_at=now)
+        .values(status=SubmissionStatus.ERROR, score=None, verdict=verdict, finished_at=now)
     )
 
 
@@ -184,7 +187,7 @@ async def renew(
             update(GradingJob)
             .where(
                 GradingJob.id == job.job_id,
-                GradingJob.status == "running",
+                GradingJob.status == JobStatus.RUNNING,
                 GradingJob.lease_owner == job.lease_owner,
                 GradingJob.attempts == job.attempt,
             )
@@ -196,25 +199,26 @@ async def renew(
 async def complete(
     sessions: async_sessionmaker[AsyncSession], job: ClaimedJob, verdict: Verdict
 ) -> bool:
-    """Write the one verdict of this job; False if the lease was lost meanwhile.
+    """Write the one verdict of this job on its submission; False if the lease was lost
+    meanwhile.
 
     An ``error`` verdict written here is final (a job that cannot be graded here at all);
     its message is also kept as the job's error, where moderators look.
     """
     now = utcnow()
-    stored = verdict.to_json()
+    status = SubmissionStatus.of_verdict(verdict.status)
     # an earlier attempt's error stays on a job that later got a verdict
-    noted = {"error": verdict.feedback} if verdict.status == "error" else {}
+    noted = {"error": verdict.feedback} if status is SubmissionStatus.ERROR else {}
     async with sessions() as session, session.begin():
         result = await session.execute(
             update(GradingJob)
             .where(
                 GradingJob.id == job.job_id,
-                GradingJob.status == "running",
+                GradingJob.status == JobStatus.RUNNING,
                 GradingJob.lease_owner == job.lease_owner,
                 GradingJob.attempts == job.attempt,
             )
-            .values(status="done", lease_owner=None, finished_at=now, result=stored, **noted)
+            .values(status=JobStatus.DONE, lease_owner=None, finished_at=now, **noted)
         )
         if result.rowcount != 1:  # type: ignore[attr-defined]
             return False
@@ -222,9 +226,9 @@ async def complete(
             update(Submission)
             .where(Submission.id == job.submission_id)
             .values(
-                status=verdict.status,
-                score=None if verdict.status == "error" else verdict.score,
-                verdict=stored,
+                status=status,
+                score=None if status is SubmissionStatus.ERROR else verdict.score,
+                verdict=verdict.to_json(),
                 finished_at=now,
             )
         )
@@ -241,18 +245,18 @@ async def release(sessions: async_sessionmaker[AsyncSession], job: ClaimedJob, e
                 GradingJob.lease_owner == job.lease_owner,
                 GradingJob.attempts == job.attempt,
             )
-            .values(status="queued", lease_owner=None, lease_expires_at=None, error=error)
+            .values(status=JobStatus.QUEUED, lease_owner=None, lease_expires_at=None, error=error)
         )
 
 
 async def position(session: AsyncSession, job_id: int) -> int:
     """1-based place of a queued job in line (0 when it is already running or done)."""
     job = await session.get(GradingJob, job_id)
-    if job is None or job.status != "queued":
+    if job is None or job.status is not JobStatus.QUEUED:
         return 0
     ahead = await session.scalar(
         select(func.count())
         .select_from(GradingJob)
-        .where(GradingJob.status.in_(("queued", "running")), GradingJob.id < job_id)
+        .where(GradingJob.status.in_(ACTIVE), GradingJob.id < job_id)
     )
     return int(ahead or 0) + 1

@@ -12,6 +12,7 @@ from typing import Literal
 
 from discord import Embed
 
+from bot.content.refs import TaskRef
 from bot.content.schema import AnyTask, Quest
 from bot.presentation import style
 from bot.presentation.limits import fit_embed, section_embeds, truncate
@@ -112,7 +113,7 @@ def _today_embed(today: Today, submit_menu: str | None) -> Embed:
 
 def how_to(quest_id: str, task: AnyTask, submit_menu: str | None = None) -> str:
     """How a task is completed, by its kind."""
-    ref = f"{quest_id}/{task.id}"
+    ref = TaskRef(quest_id, task.id)
     if task.kind == "build":
         way = f"Submit your `.py` or `.ipynb` file with `/submit task:{ref}`"
         if submit_menu:

@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from discord import Embed
 
+from bot.content.refs import TaskRef
 from bot.content.schema import AnyTask, BuildTask, LibraryEntry, Quest, QuizTask
 from bot.presentation import style
 from bot.presentation.limits import AUTHOR_NAME, fit_embed, paginate, section_embeds, truncate
@@ -26,7 +27,7 @@ TODAY = "📍"
 
 def how_to(quest_id: str, task: AnyTask) -> str:
     """The command that completes ``task``, with what a build submission must define."""
-    ref = f"{quest_id}/{task.id}"
+    ref = TaskRef(quest_id, task.id)
     if isinstance(task, BuildTask):
         functions = ", ".join(f"`{signature}`" for signature in task.interface)
         return (
@@ -81,7 +82,7 @@ def quest_embeds(
 
 
 def _earned(quest_id: str, task: AnyTask, earned: Mapping[str, int]) -> int:
-    return earned.get(f"{quest_id}/{task.id}", 0)
+    return earned.get(str(TaskRef(quest_id, task.id)), 0)
 
 
 def _progress(quest: Quest, earned: Mapping[str, int]) -> str:

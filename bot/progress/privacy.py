@@ -58,6 +58,7 @@ from bot.db.models import (
     WeeklyChampion,
     XpEntry,
 )
+from bot.db.states import JobStatus, SubmissionStatus
 from bot.progress.champions import NOBODY
 from bot.progress.ledger import COMPLETION_SOURCES
 from bot.progress.members import ensure_member, find_member_id, lock_member
@@ -126,7 +127,7 @@ class ExportedLedgerRow:
 @dataclass(frozen=True)
 class ExportedGradingJob:
     id: int
-    status: str
+    status: JobStatus
     attempts: int
     created_at: datetime
     finished_at: datetime | None
@@ -143,7 +144,7 @@ class ExportedSubmission:
     size_bytes: int
     sha256: str
     code: str
-    status: str
+    status: SubmissionStatus
     score: float | None
     verdict: dict[str, Any] | None
     finished_at: datetime | None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from bot.content import Content
+from bot.content import Content, TaskRef
 from bot.content.schema import AnyTask, BuildTask, Quest, QuizTask
 
 
@@ -51,7 +51,8 @@ def quest_text(content: Content, quest: Quest) -> str:
         lines.append("")
     lines += ["## Tasks", ""]
     for task in quest.tasks:
-        lines.append(f"- **{task.title}** `{quest.id}/{task.id}` ({task.kind}, +{task.xp} XP)")
+        ref = TaskRef(quest.id, task.id)
+        lines.append(f"- **{task.title}** `{ref}` ({task.kind}, +{task.xp} XP)")
         lines += [f"  {step}" for step in how_to_complete(quest.id, task).splitlines()]
     lines += ["", f"The full prompt of a task: `brrrbot quests show {quest.id}/TASK`."]
     return "\n".join(lines)
@@ -59,7 +60,8 @@ def quest_text(content: Content, quest: Quest) -> str:
 
 def task_text(quest: Quest, task: AnyTask) -> str:
     """One task's whole prompt, the functions a build must define and how to complete it."""
-    lines = [f"# {task.title} (`{quest.id}/{task.id}`)", "", f"{task.kind} · +{task.xp} XP", ""]
+    ref = TaskRef(quest.id, task.id)
+    lines = [f"# {task.title} (`{ref}`)", "", f"{task.kind} · +{task.xp} XP", ""]
     lines += [task.prompt.strip(), ""]
     if isinstance(task, BuildTask):
         lines += ["## Define", ""]
@@ -75,7 +77,7 @@ def task_text(quest: Quest, task: AnyTask) -> str:
 
 def how_to_complete(quest_id: str, task: AnyTask) -> str:
     """Each command on a line of its own, so that wrapping never splits one."""
-    ref = f"{quest_id}/{task.id}"
+    ref = TaskRef(quest_id, task.id)
     if isinstance(task, BuildTask):
         return (
             "Grade it here (`--watch` re-grades on every save):\n"

@@ -17,9 +17,7 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Mapping
 from functools import cache
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -29,7 +27,7 @@ from bot.db.engine import make_sessionmaker
 from bot.db.models import Submission
 from bot.jobs import heartbeat, queue
 from bot.jobs.capabilities import Capabilities, Peaks
-from bot.jobs.job_spec import BadSpec, JobSpec
+from bot.jobs.job_spec import JobSpec, SpecProblem, UnreadableSpec
 from bot.logs import log_context
 from bot.worker import peaks
 from bot.worker.grade_job import SandboxRunner, grade_prepared
@@ -58,16 +56,18 @@ def worker_version() -> str:
         return "unknown"
 
 
-def gradable_spec(data: Mapping[str, Any] | None) -> JobSpec:
+def gradable_spec(spec: JobSpec | UnreadableSpec) -> JobSpec:
     """The spec a claimed job carries, if this worker can grade it; else Ungradable."""
     version = worker_version()
-    try:
-        spec = JobSpec.from_json(data)
-    except BadSpec as exc:
-        hint = " A moderator can regrade it: a regrade queues it with a spec." if not data else ""
+    if isinstance(spec, UnreadableSpec):
+        hint = (
+            " A moderator can regrade it: a regrade queues it with a spec."
+            if spec.problem is SpecProblem.MISSING
+            else ""
+        )
         raise Ungradable(
-            f"the worker at version {version} cannot grade this job: {exc}.{hint}"
-        ) from None
+            f"the worker at version {version} cannot grade this job: {spec.message}.{hint}"
+        )
     info = REGISTRY.get(spec.grader)
     if info is None:
         raise Ungradable(

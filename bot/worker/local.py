@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from bot.clean_start import is_clean
 from bot.config import Settings
-from bot.content import Content
+from bot.content import Content, TaskRef
 from bot.content.schema import BuildTask
 from bot.errors import UserError
 from bot.intake.accept import find_build_task, prepare_job
@@ -43,7 +43,7 @@ def roofline_file() -> Path:
 
 def gradable_tasks(content: Content) -> list[tuple[str, BuildTask]]:
     return [
-        (f"{quest.id}/{task.id}", task)
+        (str(TaskRef(quest.id, task.id)), task)
         for quest in content.quests
         for task in quest.tasks
         if isinstance(task, BuildTask)

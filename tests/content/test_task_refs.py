@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.content import BuildTask, TaskRef, function_name, load_content
+from bot.content import BadTaskRef, BuildTask, TaskRef, function_name, load_content
 from tests.content.fixture_dir import ContentDir
 
 
@@ -16,8 +16,10 @@ def test_parse_and_format_round_trip() -> None:
 
 @pytest.mark.parametrize("text", ["go-brrrr", "go-brrrr/", "/task", "a/b/c", "Go/Task", "a b/c"])
 def test_malformed_refs_are_rejected(text: str) -> None:
-    with pytest.raises(ValueError, match="QUEST/TASK"):
+    with pytest.raises(BadTaskRef, match="QUEST/TASK") as refused:
         TaskRef.parse(text)
+    assert repr(text) in str(refused.value)  # it quotes what it was given
+    assert isinstance(refused.value, ValueError)
 
 
 def test_content_find_task(content_dir: ContentDir) -> None:

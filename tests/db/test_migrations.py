@@ -1,10 +1,12 @@
 """The migration chain builds exactly the models, both ways, atomically, and keeps the rows
-already stored (0009: speed results of the previous instrument stay, retired)."""
+already stored (0009: speed results of the previous instrument stay, retired; 0010: every
+submission, job and verdict stays while the states become constrained)."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -13,16 +15,18 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.db import migrate
 from bot.db.engine import make_engine, make_sessionmaker
-from bot.db.models import Base, Submission
+from bot.db.models import Base, GradingJob, Submission
+from bot.db.states import JobStatus, SubmissionStatus
 from bot.db.types import UTCDateTime
 from bot.errors import DatabaseError
 from bot.progress.periods import week_of
 from bot.progress.speed_results import fastest_of_week, record_speed, speed_board, speed_task_refs
-from graders.base import SPEED_INSTRUMENT, SpeedResult
+from graders.base import SPEED_INSTRUMENT, SpeedResult, Verdict
 from tests import timeline
 from tests.postgres_server import BACKENDS, PostgresServer
 from tests.progress.world import BERLIN, GUILD_ID, World
@@ -225,5 +229,273 @@ async def test_0009_keeps_the_old_speed_results_retired(empty_url: str) -> None:
         await migrate.upgrade(engine)
         async with engine.connect() as connection:
             assert await connection.run_sync(_diff) == []
+    finally:
+        await engine.dispose()
+
+
+#: the tables as revision 0009 left them, as far as 0010 changes or must keep them
+SUBMISSIONS_0009 = sa.table(
+    "submissions",
+    sa.column("id", sa.Integer()),
+    *(sa.column(name, sa.Integer()) for name in ("guild_id", "member_id", "size_bytes")),
+    *(sa.column(n, sa.String()) for n in ("task_ref", "filename", "file_kind", "sha256", "status")),
+    sa.column("content", sa.LargeBinary()),
+    sa.column("verdict", sa.JSON()),
+    sa.column("created_at", UTCDateTime()),
+)
+JOBS_0009 = sa.table(
+    "grading_jobs",
+    sa.column("id", sa.Integer()),
+    *(sa.column(n, sa.Integer()) for n in ("submission_id", "attempts", "max_attempts")),
+    sa.column("status", sa.String()),
+    sa.column("result", sa.JSON()),
+    *(sa.column(name, UTCDateTime()) for name in ("available_at", "created_at")),
+)
+SPEED_RESULTS_0009 = sa.table(
+    "speed_results",
+    *(sa.column(name, sa.Integer()) for name in ("guild_id", "member_id", "submission_id")),
+    *(sa.column(name, sa.String()) for name in ("task_ref", "device")),
+    *(sa.column(n, sa.Float()) for n in ("ratio", "learner_s", "reference_s", "spread")),
+    *(sa.column(name, sa.Integer()) for name in ("pairs", "instrument")),
+    sa.column("board_ratio", sa.Float()),
+    sa.column("created_at", UTCDateTime()),
+)
+
+
+def _verdict(status: str, score: float, feedback: str) -> dict[str, Any]:
+    return Verdict(TASK, status, score, (), feedback).to_json()  # type: ignore[arg-type]
+
+
+async def _submission_0009(
+    connection: AsyncConnection, member_id: int, status: str, verdict: dict[str, Any] | None
+) -> int:
+    code = f"def matmul(a, b): return a @ b  # {next(_SUBMITTED)}\n".encode()
+    inserted = await connection.execute(
+        SUBMISSIONS_0009.insert()
+        .values(
+            guild_id=GUILD_ID,
+            member_id=member_id,
+            task_ref=TASK,
+            filename="solution.py",
+            file_kind="py",
+            content=code,
+            size_bytes=len(code),
+            sha256=hashlib.sha256(code).hexdigest(),
+            status=status,
+            verdict=verdict,
+            created_at=timeline.now(),
+        )
+        .returning(SUBMISSIONS_0009.c.id)
+    )
+    return int(inserted.scalar_one())
+
+
+async def _job_0009(
+    connection: AsyncConnection, submission_id: int, status: str, result: dict[str, Any] | None
+) -> int:
+    inserted = await connection.execute(
+        JOBS_0009.insert()
+        .values(
+            submission_id=submission_id,
+            status=status,
+            attempts=1,
+            max_attempts=3,
+            result=result,
+            available_at=timeline.now(),
+            created_at=timeline.now(),
+        )
+        .returning(JOBS_0009.c.id)
+    )
+    return int(inserted.scalar_one())
+
+
+def _state_rows(connection: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row 0010 must keep: submissions with their verdicts, jobs, speed results."""
+    query = {
+        "submissions": "SELECT id, status, verdict FROM submissions ORDER BY id",
+        "grading_jobs": "SELECT id, submission_id, status FROM grading_jobs ORDER BY id",
+        "speed_results": "SELECT submission_id, ratio FROM speed_results ORDER BY id",
+    }
+    rows = {
+        table: [tuple(row) for row in connection.execute(text(sql))] for table, sql in query.items()
+    }
+    # a JSON column reads back as text on SQLite through a raw query
+    rows["submissions"] = [
+        (sid, status, json.loads(verdict) if isinstance(verdict, str) else verdict)
+        for sid, status, verdict in rows["submissions"]
+    ]
+    return rows
+
+
+def _results(connection: Any) -> dict[int, Any]:
+    rows = connection.execute(text("SELECT id, result FROM grading_jobs ORDER BY id"))
+    return {
+        job_id: json.loads(result) if isinstance(result, str) else result for job_id, result in rows
+    }
+
+
+def _job_columns(connection: Any) -> set[str]:
+    return {column["name"] for column in inspect(connection).get_columns("grading_jobs")}
+
+
+async def _refused(engine: AsyncEngine, table: str, row_id: int, status: str) -> bool:
+    """Whether the database itself (raw SQL, past the models' enums) refuses ``status``."""
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(
+                text(f"UPDATE {table} SET status = :status WHERE id = :id"),
+                {"status": status, "id": row_id},
+            )
+            raise _Undo
+    except IntegrityError as exc:
+        assert f"ck_{table}_status" in str(exc.orig)
+        return True
+    except _Undo:
+        return False
+
+
+class _Undo(Exception):
+    """Rolls back a write that was only a probe."""
+
+
+async def test_0010_constrains_the_states_and_keeps_every_verdict_once(empty_url: str) -> None:
+    """The upgrade keeps every submission, job and speed result (on SQLite, rebuilding
+    ``submissions`` must not cascade to its jobs), moves a verdict only a job held onto its
+    submission, drops ``result`` and has the database refuse unknown states; the downgrade
+    gives each submission's latest finished job its verdict back and accepts any state again."""
+    engine = make_engine(empty_url)
+    try:
+        await migrate.upgrade(engine, "0009")
+        ada = await World(make_sessionmaker(engine)).member(1)
+        latest = _verdict("passed", 1.0, "well done")
+        dead = Verdict.internal_error(TASK, "grading failed 3 times").to_json()
+        older = _verdict("failed", 0.5, "almost")
+        async with engine.begin() as connection:
+            graded = await _submission_0009(connection, ada, "passed", latest)
+            graded_job = await _job_0009(connection, graded, "done", latest)
+            only_on_job = await _submission_0009(connection, ada, "error", None)
+            only_on_job_job = await _job_0009(connection, only_on_job, "dead", dead)
+            regraded = await _submission_0009(connection, ada, "queued", older)
+            first_grading = await _job_0009(connection, regraded, "done", older)
+            regrading = await _job_0009(connection, regraded, "queued", None)
+            waiting = await _submission_0009(connection, ada, "grading", None)
+            waiting_job = await _job_0009(connection, waiting, "running", None)
+            await connection.execute(
+                SPEED_RESULTS_0009.insert().values(
+                    guild_id=GUILD_ID,
+                    member_id=ada,
+                    submission_id=graded,
+                    task_ref=TASK,
+                    device="AMD EPYC",
+                    ratio=1.5,
+                    learner_s=0.01 / 1.5,
+                    reference_s=0.01,
+                    spread=0.1,
+                    pairs=41,
+                    instrument=SPEED_INSTRUMENT,
+                    board_ratio=1.3,
+                    created_at=timeline.now(),
+                )
+            )
+        async with engine.connect() as connection:
+            before = await connection.run_sync(_state_rows)
+
+        await migrate.upgrade(engine)
+        async with engine.connect() as connection:
+            after = await connection.run_sync(_state_rows)
+            assert await connection.run_sync(_diff) == []
+            assert "result" not in await connection.run_sync(_job_columns)
+        assert after["grading_jobs"] == before["grading_jobs"]
+        assert after["speed_results"] == before["speed_results"] == [(graded, 1.5)]
+        assert after["submissions"] == [
+            (graded, "passed", latest),
+            (only_on_job, "error", dead),  # the verdict only its job held, kept
+            (regraded, "queued", older),
+            (waiting, "grading", None),
+        ]
+        assert await _refused(engine, "submissions", graded, "cancelled")
+        assert await _refused(engine, "grading_jobs", graded_job, "finished")
+        assert not await _refused(engine, "grading_jobs", graded_job, "dead")  # a known one
+        async with make_sessionmaker(engine)() as session:
+            submission = await session.get(Submission, regraded)
+            job = await session.get(GradingJob, waiting_job)
+        assert submission is not None and submission.status is SubmissionStatus.QUEUED
+        assert job is not None and job.status is JobStatus.RUNNING
+
+        await migrate.downgrade(engine, "0009")
+        async with engine.connect() as connection:
+            assert await connection.run_sync(_state_rows) == after
+            results = await connection.run_sync(_results)
+        assert results == {
+            graded_job: latest,
+            only_on_job_job: dead,
+            first_grading: older,  # the latest finished job of a submission being regraded
+            regrading: None,
+            waiting_job: None,
+        }
+        assert not await _refused(engine, "submissions", graded, "cancelled")
+        assert not await _refused(engine, "grading_jobs", graded_job, "finished")
+
+        await migrate.upgrade(engine)
+        async with engine.connect() as connection:
+            assert await connection.run_sync(_diff) == []
+            assert await connection.run_sync(_state_rows) == after
+    finally:
+        await engine.dispose()
+
+
+async def test_0010_names_the_rows_in_an_unknown_state_and_changes_nothing(
+    empty_url: str,
+) -> None:
+    engine = make_engine(empty_url)
+    try:
+        await migrate.upgrade(engine, "0009")
+        ada = await World(make_sessionmaker(engine)).member(1)
+        async with engine.begin() as connection:
+            for _ in range(2):
+                await _submission_0009(connection, ada, "cancelled", None)
+            await _job_0009(
+                connection, await _submission_0009(connection, ada, "queued", None), "lost", None
+            )
+        with pytest.raises(DatabaseError) as refused:
+            await migrate.upgrade(engine)
+        assert "submissions: 2 row(s) 'cancelled'" in str(refused.value)
+        assert "grading_jobs: 1 row(s) 'lost'" in str(refused.value)
+        assert await migrate.current(engine) == "0009"
+        async with engine.connect() as connection:
+            assert "result" in await connection.run_sync(_job_columns)
+    finally:
+        await engine.dispose()
+
+
+async def test_sqlite_migrations_run_with_foreign_keys_off_and_leave_none_dangling(
+    sqlite_url: str,
+) -> None:
+    """A table rebuilt on SQLite cascades to nothing (test_0010 above keeps every job); a
+    migration that leaves a row pointing nowhere is refused and rolled back; and the
+    connection goes back to the pool with foreign keys on again."""
+    engine = make_engine(sqlite_url)
+    try:
+        await migrate.upgrade(engine)
+
+        def orphan(connection: Any) -> None:
+            connection.execute(
+                JOBS_0009.insert().values(
+                    submission_id=999,
+                    status="queued",
+                    attempts=0,
+                    max_attempts=3,
+                    available_at=timeline.now(),
+                    created_at=timeline.now(),
+                )
+            )
+
+        with pytest.raises(DatabaseError, match=r"1 row\(s\) pointing at rows that do not exist"):
+            await migrate._run(engine, orphan, schema_change=True)
+        async with engine.connect() as connection:
+            assert (
+                await connection.execute(text("SELECT count(*) FROM grading_jobs"))
+            ).scalar() == 0
+            assert (await connection.execute(text("PRAGMA foreign_keys"))).scalar() == 1
     finally:
         await engine.dispose()

@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select, text, update
 from sqlalchemy.exc import IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.db.engine import make_sessionmaker
-from bot.db.models import Guild, Member, XpEntry
+from bot.db.models import GradingJob, Guild, Member, Submission, XpEntry
+from bot.db.states import JobStatus, SubmissionStatus
+from tests.support import add_member, queue_submission
 
 
 async def _member(engine: AsyncEngine) -> Member:
@@ -92,3 +94,39 @@ async def test_an_idempotency_key_is_stored_once(engine: AsyncEngine) -> None:
         session.add(_xp(member, "task:go-brrrr/matmul-three-ways:222"))
         with pytest.raises(IntegrityError):
             await session.commit()
+
+
+async def test_states_read_back_as_their_enums_and_no_other_state_is_stored(
+    engine: AsyncEngine,
+) -> None:
+    """The status columns hold the enums' values and return the members; an unknown state is
+    refused by the model before the database, and by the database past it (its CHECK)."""
+    sessions = make_sessionmaker(engine)
+    async with sessions() as session, session.begin():
+        await add_member(session)
+        submission_id, job_id = await queue_submission(session)
+    async with sessions() as session:
+        submission = await session.get(Submission, submission_id)
+        job = await session.get(GradingJob, job_id)
+        stored = (
+            await session.execute(
+                text(
+                    "SELECT s.status, j.status FROM submissions s "
+                    "JOIN grading_jobs j ON j.submission_id = s.id"
+                )
+            )
+        ).one()
+    assert submission is not None and submission.status is SubmissionStatus.QUEUED
+    assert job is not None and job.status is JobStatus.QUEUED
+    assert tuple(stored) == ("queued", "queued")  # the value, as before the enums
+    async with sessions() as session:
+        with pytest.raises(StatementError, match="'shelved' is not among the defined enum"):
+            await session.execute(
+                update(Submission).where(Submission.id == submission_id).values(status="shelved")
+            )
+    for table, row_id in (("submissions", submission_id), ("grading_jobs", job_id)):
+        async with sessions() as session:
+            with pytest.raises(IntegrityError, match=f"ck_{table}_status"):
+                await session.execute(
+                    text(f"UPDATE {table} SET status = 'shelved' WHERE id = :id"), {"id": row_id}
+                )

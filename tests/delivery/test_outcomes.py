@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -335,3 +336,32 @@ async def test_more_than_a_batch_goes_out_in_one_pass(scene: Scene) -> None:
     result = await scene.deliver()
     assert result.delivered == len(ids)
     assert scene.transport.delivered() == ids  # oldest first
+
+
+async def test_a_verdict_is_read_once_per_delivery(
+    scene: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass that settles a verdict hands the typed verdict to its delivery; a verdict
+    settled in an earlier pass (its send failed) is read once more, by the pass that sends it."""
+    reads: list[str] = []
+    parse = Verdict.from_json
+
+    def counted(data: Mapping[str, Any]) -> Verdict:
+        reads.append(str(data.get("feedback")))
+        return parse(data)
+
+    monkeypatch.setattr(Verdict, "from_json", counted)
+    at_once = await scene.finished(passed())
+    retried = await scene.finished(
+        Verdict(TASK, "failed", 0.5, (), "not yet").to_json(), user_id=101
+    )
+    scene.transport.explode.add(retried)
+    await scene.deliver()
+    assert scene.transport.delivered() == [at_once]
+    assert sorted(reads) == ["not yet", "well done"]  # each read once, by settling
+    reads.clear()
+    scene.transport.explode.clear()
+    scene.clock.now = (await scene.row(retried)).next_delivery_at or scene.clock.now
+    await scene.deliver()
+    assert scene.transport.delivered() == [at_once, retried]
+    assert reads == ["not yet"]  # settled before: read by this pass's delivery alone

@@ -17,9 +17,10 @@ from bot.db.models import GradingJob, Submission
 from bot.db.types import utcnow
 from bot.jobs import queue
 from bot.jobs.capabilities import Capabilities, Requirements
+from bot.jobs.job_spec import SPEC_VERSION, SpecProblem, UnreadableSpec
 from graders.base import Check, Verdict
 from tests.postgres_server import PostgresServer
-from tests.support import BUILD_TASK, REPO, add_member, queue_submission
+from tests.support import BUILD_TASK, REPO, add_member, queue_submission, seed_spec
 
 PASSED = Verdict(BUILD_TASK, "passed", 1.0, (Check("values", True, "match"),), "ok")
 
@@ -126,7 +127,42 @@ async def test_attempts_run_out_as_internal_error(engine: AsyncEngine) -> None:
     assert job_row.status == "dead" and job_row.error == words
     assert submission.status == "error" and submission.score is None
     assert Verdict.from_json(submission.verdict) == Verdict.internal_error(BUILD_TASK, words)
-    assert Verdict.from_json(job_row.result) == Verdict.internal_error(BUILD_TASK, words)
+    # the verdict is stored once, on the submission: the job keeps only the error
+    assert not hasattr(job_row, "result")
+
+
+async def test_a_claimed_job_carries_its_spec_read_or_why_it_cannot_be(engine: AsyncEngine) -> None:
+    """The claim reads the stored spec: the worker gets the ``JobSpec`` the bot queued, or the
+    typed problem with its words; never the stored JSON."""
+    sessions = make_sessionmaker(engine)
+    async with sessions() as session, session.begin():
+        await add_member(session)
+        good, missing, too_new, malformed = [
+            job_id for _, job_id in [await queue_submission(session) for _ in range(4)]
+        ]
+    queued = seed_spec(BUILD_TASK, "s.py", b"pass\n")
+    stored = {
+        missing: None,  # a job from before jobs carried a spec
+        too_new: {**queued.to_json(), "version": SPEC_VERSION + 1},
+        malformed: {**queued.to_json(), "limits": "none"},
+    }
+    async with sessions() as session, session.begin():
+        for job_id, spec in stored.items():
+            await session.execute(
+                update(GradingJob).where(GradingJob.id == job_id).values(spec=spec)
+            )
+    claimed = {}
+    while (job := await queue.claim(sessions, "w1")) is not None:
+        claimed[job.job_id] = job.spec
+    assert claimed[good] == queued
+    assert claimed[missing] == UnreadableSpec(
+        SpecProblem.MISSING, "the job carries no grading spec (it was queued by an older bot)"
+    )
+    newer, broken = claimed[too_new], claimed[malformed]
+    assert isinstance(newer, UnreadableSpec) and newer.problem is SpecProblem.TOO_NEW
+    assert f"version {SPEC_VERSION + 1}" in newer.message
+    assert isinstance(broken, UnreadableSpec) and broken.problem is SpecProblem.MALFORMED
+    assert "limits" in broken.message
 
 
 CLAIMER = """

@@ -93,7 +93,7 @@ async def submission(
 
 async def settled(world: World, submission_id: int, xp: int | None = 100) -> bool:
     async with world.sessions() as session, session.begin():
-        return await settle(session, submission_id, xp, NOW)
+        return await settle(session, submission_id, xp, NOW) is not None
 
 
 async def record(
