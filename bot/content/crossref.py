@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping
 from bot.content.problems import Problem
 from bot.content.schema import BuildTask, Quest, QuizTask
 from bot.content.yaml_source import DataPath, YamlDocument
-from graders import REGISTRY, grader_names
+from graders.registry import find, grader_names
 
 
 def duplicate_problems(
@@ -41,9 +41,9 @@ def duplicate_problems(
 def _grader_problems(task: BuildTask, index: int, doc: YamlDocument) -> list[Problem]:
     """The grader must exist and call exactly the functions the task asks learners for: a
     mismatch would ask for functions it never calls, or grade ones the prompt never named."""
-    info = REGISTRY.get(task.grader)
+    info = find(task.grader)
     if info is None:
-        hint = _one_of(task.grader, grader_names(), "register the grader in graders/")
+        hint = _one_of(task.grader, grader_names(), "add the grader to graders/tasks/")
         return [doc.problem(("tasks", index, "grader"), f"unknown grader `{task.grader}`", hint)]
     if task.function_names() == info.interface:
         return []

@@ -183,7 +183,7 @@ def test_unknown_grader(content_dir: ContentDir) -> None:
     content_dir.edit("first.yaml", "grader: stable_softmax", "grader: no_such_grader")
     assert content_dir.report() == [
         "quests/first.yaml:14: unknown grader `no_such_grader` "
-        "(fix: fix the id, or register the grader in graders/)"
+        "(fix: fix the id, or add the grader to graders/tasks/)"
     ]
 
 

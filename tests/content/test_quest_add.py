@@ -94,7 +94,7 @@ def test_unknown_grader(content: Content) -> None:
     text = FIRST_QUEST.replace("grader: stable_softmax", "grader: stable_sofmax")
     assert report(text, content) == [
         "upload.yaml:14: unknown grader `stable_sofmax` "
-        "(fix: did you mean `stable_softmax`? otherwise register the grader in graders/)"
+        "(fix: did you mean `stable_softmax`? otherwise add the grader to graders/tasks/)"
     ]
 
 
