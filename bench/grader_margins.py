@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from graders import REGISTRY, load_grader  # noqa: E402
 from graders.comparison import Case, error_ratio  # noqa: E402
+from graders.registry import load_grader, registry  # noqa: E402
 from graders.tensors import from_raw  # noqa: E402
 from tests.graders.catalogue import catalogue_for  # noqa: E402
 from tests.graders.in_process import load, run_plan  # noqa: E402
@@ -71,7 +71,7 @@ def margins(name: str, seeds: list[int]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=200)
-    parser.add_argument("graders", nargs="*", default=sorted(REGISTRY))
+    parser.add_argument("graders", nargs="*", default=sorted(registry()))
     args = parser.parse_args()
     torch.set_num_threads(1)
     draw = random.Random(7)

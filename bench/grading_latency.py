@@ -43,7 +43,7 @@ DEFAULT_SOLUTION = REPO / "tests" / "graders" / "solutions" / "correct.py"
 BASELINE = """
 import sys, time
 import torch
-from graders import load_grader
+from graders.registry import load_grader
 from sandbox.api import RawTensor
 grader = load_grader(sys.argv[2])
 plan = grader.plan(1234, "cpu")
@@ -60,7 +60,7 @@ def compute_alone(repeats: int, task: str, grader_name: str, solution: Path) -> 
     """Median seconds of plan + learner functions + judge in-process (no sandbox)."""
     import torch
 
-    from graders import load_grader
+    from graders.registry import load_grader
     from graders.tensors import to_raw
     from sandbox.api import CallResult, SandboxResult
 

@@ -31,7 +31,7 @@ import graders.speed
 from bot.jobs.job_spec import SpeedSpec
 from bot.worker import peaks
 from bot.worker.speed_trial import Roof, TrialOutcome, _off_the_job_core, fresh_inputs, run_trial
-from graders import REGISTRY
+from graders.registry import registry
 from sandbox import Zygote
 from sandbox.turns import TensorShape, TurnSpec
 
@@ -107,7 +107,7 @@ def ratio(outcome: TrialOutcome) -> float:
 
 def measure(zygote: Zygote, reference: str, trials: int, roof: Roof) -> Row:
     grader, function = TASKS[reference]
-    limits = REGISTRY[grader].limits
+    limits = registry()[grader].limits
     speed = SpeedSpec(function, reference)
 
     def trial(k: int) -> TrialOutcome:

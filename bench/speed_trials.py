@@ -17,7 +17,7 @@ from pathlib import Path
 from bot.jobs.job_spec import SpeedSpec
 from bot.worker import peaks
 from bot.worker.speed_trial import run_trial
-from graders import REGISTRY
+from graders.registry import registry
 from sandbox import Zygote
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +81,7 @@ def main() -> None:
                 ratios, spreads, gbs, started = [], [], [], time.perf_counter()
                 for _ in range(args.runs):
                     outcome = run_trial(
-                        speed, path.read_text(), path.name, zygote, REGISTRY[grader].limits
+                        speed, path.read_text(), path.name, zygote, registry()[grader].limits
                     )
                     if outcome.result is None:
                         print(f"  {label}: not ranked: {outcome.reason}")

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
+from graders.declaration import Declaration
 from sandbox.api import Call, Limits, SandboxResult
 
 VerdictStatus = Literal["passed", "failed", "error"]
@@ -77,6 +78,31 @@ class SpeedResult:
             f"{format_ratio(self.ratio)}× the reference on {self.device} "
             f"(median of {self.pairs} pairs, spread ±{self.spread * 50:.0f}%)"
         )
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """A speed trial as the worker ran it (``bot.worker.speed_trial``): a ranked result, or
+    why there is none (``our_fault``: the reference or the sandbox failed, not the learner).
+    The grader turns it into its verdict's speed part (``Grader.judge_speed``)."""
+
+    result: SpeedResult | None
+    reason: str = ""
+    our_fault: bool = False
+    samples: tuple[tuple[float, float], ...] = ()  # (reference_s, learner_s) per pair
+    learner_output: str = ""  # what the learner's job printed
+    seconds: float = 0.0  # the whole trial, loads included
+
+
+@dataclass(frozen=True)
+class HostPeak:
+    """The peak memory bandwidth a trial's roofline reading is set against, where it ran:
+    measured at start on a CPU host, the datasheet's on a GPU (``graders.roofline``)."""
+
+    device: str  # "cpu" or "cuda"
+    name: str  # the CPU model, or the GPU's name as the driver reports it
+    gbs: float | None  # 10⁹ bytes per second; None for a GPU with no datasheet peak on file
+    source: str = ""  # where the peak comes from: "a measured", "the H200's datasheet"
 
 
 def format_ratio(ratio: float) -> str:
@@ -151,7 +177,11 @@ class Plan:
 
 
 class Grader(Protocol):
+    """A grader (``graders/tasks/``): it plans, judges, and owns its whole verdict, the
+    speed part included.  Its interface, limits and device come from its ``declaration``."""
+
     name: str
+    declaration: Declaration
     interface: tuple[str, ...]  # function names the submission must define
     limits: Limits
     needs_cuda: bool
@@ -159,3 +189,8 @@ class Grader(Protocol):
     def plan(self, seed: int, device: str) -> Plan: ...
 
     def judge(self, task: str, plan: Plan, result: SandboxResult, source: str) -> Verdict: ...
+
+    def judge_speed(self, verdict: Verdict, trial: TrialOutcome, peak: HostPeak) -> Verdict:
+        """``verdict``, a pass of a speed-ranked task, with the trial the worker ran after it;
+        ``peak`` is the host's, for the roofline reading."""
+        ...

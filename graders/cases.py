@@ -1,32 +1,40 @@
 """Graders made of cases: call each learner function on fresh inputs, compare with a
 trusted reference computed here, and check it avoided the calls the task forbids.
 
-A subclass says only what is particular to its task: ``fixed_cases`` (the same in every
-plan, chosen so each common mistake fails them whatever the seed), ``make_cases`` (drawn
-from the plan's seeded generator, for coverage), the interface, the forbidden names per
-function and the feedback.  Scoring: one check per function for correct results, one
-more for each function with forbidden names (made only once its results are correct, so
-an empty stub earns nothing), and any checks ``extra_checks`` adds.
+A subclass says only what is particular to its task: its ``declaration`` (the interface,
+limits and device, ``graders.declaration``), ``fixed_cases`` (the same in every plan, chosen
+so each common mistake fails them whatever the seed), ``make_cases`` (drawn from the plan's
+seeded generator, for coverage), the forbidden names per function and the feedback.
+Scoring: one check per function for correct results, one more for each function with
+forbidden names (made only once its results are correct, so an empty stub earns nothing),
+and any checks ``extra_checks`` adds.
+
+A speed-ranked task's verdict is the grader's too: after a pass the worker runs the trial
+and hands it to ``judge_speed``, which adds what it found (the result to rank, a note, and
+whatever the task's ``roofline_reading`` makes of the bandwidth) and scores again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import torch
 
-from graders.base import Check, Plan, Verdict, VerdictStatus
+from graders.base import Check, HostPeak, Plan, TrialOutcome, Verdict, VerdictStatus
 from graders.comparison import Case, compare
+from graders.declaration import Declaration
 from graders.job_status import job_verdict
 from graders.mistakes import diagnose
+from graders.roofline import Reading
 from graders.source_scan import Rules, ScanReport, forbidden_ops, scan
 from graders.tensors import to_raw
-from sandbox.api import Call, CallResult, GiB, Limits, SandboxResult
+from sandbox.api import Call, CallResult, Limits, SandboxResult
 
 _MAX_LISTED = 3
 #: inputs with at most this many numbers in all are shown in the feedback; larger ones
@@ -36,12 +44,17 @@ _NON_FINITE = re.compile(r"\b(inf|nan)\b")
 
 
 class CaseGrader:
-    """Base class; subclasses set the class attributes and implement ``make_cases``."""
+    """Base class; subclasses set the class attributes and implement ``make_cases``.
 
-    name: str
-    interface: tuple[str, ...]
-    limits: Limits = Limits(wall_s=10.0, cpu_s=10.0, memory_bytes=2 * GiB)
-    needs_cuda: bool = False
+    A grader in ``graders/tasks/`` sets ``declaration`` (its module's ``DECLARATION``) and
+    nothing else of its interface: ``name`` (the module's, by the registry's naming rule),
+    ``interface``, ``limits`` and ``needs_cuda`` are taken from it when the class is made."""
+
+    declaration: ClassVar[Declaration]
+    name: ClassVar[str]
+    interface: ClassVar[tuple[str, ...]]
+    limits: ClassVar[Limits] = Limits()
+    needs_cuda: ClassVar[bool] = False
     #: function -> names it may not use (attributes, imports, recorded ops)
     forbidden: Mapping[str, frozenset[str]] = {}
     #: how a forbidden name is described in feedback: "X is <forbidden_what>"
@@ -52,6 +65,15 @@ class CaseGrader:
 
     #: said when a result has nan or inf where every expected entry is finite
     nonfinite_hint: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("declaration")
+        if declared is not None:
+            cls.name = cls.__module__.rpartition(".")[2]
+            cls.interface = declared.interface
+            cls.limits = declared.limits
+            cls.needs_cuda = declared.prefers_cuda
 
     def fixed_cases(self, device: str) -> list[Case]:
         """Cases in every plan, whatever the seed (``drawn=False``); none by default."""
@@ -99,6 +121,33 @@ class CaseGrader:
                 checks.append(self.rule_check(function, source, recorded_ops(mine), correct.passed))
         checks += self.extra_checks(cases, results, result.device)
         return verdict_from_checks(task, checks, result, self.passed_feedback)
+
+    def judge_speed(self, verdict: Verdict, trial: TrialOutcome, peak: HostPeak) -> Verdict:
+        """``verdict`` (a pass) with the speed trial the worker ran after it: the result to
+        rank (carrying ``peak``), a note of how fast it was or why it is not ranked, and
+        what ``roofline_reading`` makes of it, scored again.  A trial that failed on our
+        side makes the verdict an error: no score, no XP."""
+        if trial.result is None and trial.our_fault:
+            return Verdict.internal_error(
+                verdict.task, f"the speed trial could not run on our side: {trial.reason}"
+            )
+        result = trial.result
+        note = (
+            f"Speed: {result.describe()}, timed by the worker on fresh inputs."
+            if result is not None
+            else f"Speed not ranked: {trial.reason}."
+        )
+        if result is not None and peak.gbs is not None:
+            result = dataclasses.replace(result, peak_gbs=peak.gbs)
+        reading = self.roofline_reading(trial, peak)
+        return rescored(
+            dataclasses.replace(verdict, speed=result), reading.checks, (note, *reading.notes)
+        )
+
+    def roofline_reading(self, trial: TrialOutcome, peak: HostPeak) -> Reading:
+        """What this task makes of the trial's bandwidth against ``peak``: nothing unless
+        bandwidth is its lesson (``graders.roofline.bandwidth_lesson``)."""
+        return Reading()
 
     def _correctness(
         self,
@@ -182,6 +231,25 @@ def verdict_from_checks(
     status: VerdictStatus = "passed" if passed == len(checks) else "failed"
     score = passed / len(checks)
     return Verdict(task, status, score, tuple(checks), feedback, result.wall_s, result.device)
+
+
+def rescored(verdict: Verdict, checks: Sequence[Check], notes: Sequence[str]) -> Verdict:
+    """``verdict`` with more checks and notes, scored again as ``verdict_from_checks``
+    words it, except that a check not made (``checked=False``) fails nothing."""
+    checks = (*verdict.checks, *checks)
+    passed = sum(c.passed for c in checks)
+    failing = [c for c in checks if not c.passed and c.checked]
+    feedback = verdict.feedback
+    if failing:
+        feedback = f"{passed} of {len(checks)} checks passed. Start with “{failing[0].name}” below."
+    return dataclasses.replace(
+        verdict,
+        checks=checks,
+        status="failed" if failing else "passed",
+        score=passed / len(checks) if checks else verdict.score,
+        feedback=feedback,
+        notes=(*verdict.notes, *notes),
+    )
 
 
 def match_results(plan: Plan, result: SandboxResult) -> list[CallResult | None]:

@@ -251,9 +251,14 @@ def test_quests_check_holds_interfaces_to_their_graders(tmp_path: Path) -> None:
     shutil.copytree(SEED_QUESTS, quests)
     quest = quests / "go-brrrr.yaml"
     text = quest.read_text()
-    wrong = "      - matmul_dots(A, B) -> Tensor\n"
-    quest.write_text(text.replace("      - matmul_dot(A, B) -> Tensor\n", wrong, 1))
-    line = text[: text.index("    interface:\n")].count("\n") + 1
+    grader = "    grader: matmul_three_ways\n"
+    assert text.count(grader) == 1 and "interface:" not in text  # the grader's is taken
+    stated = "    interface:\n" + "".join(
+        f"      - {name}(A, B) -> Tensor\n"
+        for name in ("matmul_loops", "matmul_dots", "matmul_columns")
+    )
+    quest.write_text(text.replace(grader, grader + stated))
+    line = text[: text.index(grader)].count("\n") + 2
     result = run_cli("quests", "check", cwd=tmp_path)
     assert result.returncode == 1
     assert f"go-brrrr.yaml:{line}: interface names matmul_loops, matmul_dots" in result.stdout

@@ -59,6 +59,9 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("bot/progress/levels.py", "from bot.exts import common", "Discord-free packages"),
         ("bot/intake/notebook.py", "import discord", "Discord-free packages"),
         ("bot/delivery/transport.py", "import torch", "never imports torch"),
+        ("graders/roofline.py", "from graders.tasks import attention", "graders are one family"),
+        ("graders/registry.py", "import graders.tasks.bpe_merge", "graders are one family"),
+        ("graders/registry.py", "import torch", "never imports torch"),
         ("bot/db/types.py", "from bot.progress import ledger", "no import circles"),
         (
             "bot/content/answer_matching.py",

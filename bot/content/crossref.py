@@ -13,7 +13,8 @@ from collections.abc import Collection, Iterable, Mapping
 from bot.content.problems import Problem
 from bot.content.schema import BuildTask, Quest, QuizTask
 from bot.content.yaml_source import DataPath, YamlDocument
-from graders import REGISTRY, grader_names
+from graders.declaration import Signature
+from graders.registry import find, grader_names
 
 
 def duplicate_problems(
@@ -39,22 +40,53 @@ def duplicate_problems(
 
 
 def _grader_problems(task: BuildTask, index: int, doc: YamlDocument) -> list[Problem]:
-    """The grader must exist and call exactly the functions the task asks learners for: a
-    mismatch would ask for functions it never calls, or grade ones the prompt never named."""
-    info = REGISTRY.get(task.grader)
+    """The grader must exist, and what a task states of it must be what it declares: its
+    functions, in its order and with its parameters (else the prompt asks for functions it
+    never calls, or calls them with arguments the prompt never named), and its speed trial.
+    A task that leaves ``interface`` or ``speed`` out took the grader's (``BuildTask``)."""
+    info = find(task.grader)
     if info is None:
-        hint = _one_of(task.grader, grader_names(), "register the grader in graders/")
+        hint = _one_of(task.grader, grader_names(), "add the grader to graders/tasks/")
         return [doc.problem(("tasks", index, "grader"), f"unknown grader `{task.grader}`", hint)]
-    if task.function_names() == info.interface:
-        return []
-    return [
-        doc.problem(
-            ("tasks", index, "interface"),
-            f"interface names {', '.join(task.function_names())} but grader "
-            f"`{task.grader}` calls {', '.join(info.interface)}",
-            "list exactly the grader's functions, in its order",
+    problems = []
+    if task.function_names() != info.interface:
+        problems.append(
+            doc.problem(
+                ("tasks", index, "interface"),
+                f"interface names {', '.join(task.function_names())} but grader "
+                f"`{task.grader}` calls {', '.join(info.interface)}",
+                "list exactly the grader's functions, in its order",
+            )
         )
-    ]
+    else:
+        declared = zip(task.interface, info.declaration.functions, strict=True)
+        for i, (stated, signature) in enumerate(declared):
+            if Signature.parse(stated) != Signature.parse(signature):
+                problems.append(
+                    doc.problem(
+                        ("tasks", index, "interface", i),
+                        f"interface has `{stated.strip()}` but grader `{task.grader}` "
+                        f"declares `{signature}`",
+                        "write the grader's parameters, or leave `interface` out to take "
+                        "the grader's",
+                    )
+                )
+    stated_speed = None if task.speed is None else (task.speed.function, task.speed.reference)
+    declared_speed = None if info.speed is None else (info.speed.function, info.speed.reference)
+    if stated_speed != declared_speed:
+        problems.append(
+            doc.problem(
+                ("tasks", index, "speed"),
+                f"speed {_race(stated_speed, 'is null')} but grader `{task.grader}` "
+                f"{_race(declared_speed, 'is not speed-ranked')}",
+                "leave `speed` out to take the grader's",
+            )
+        )
+    return problems
+
+
+def _race(race: tuple[str, str] | None, otherwise: str) -> str:
+    return otherwise if race is None else f"races {race[0]} against {race[1]}"
 
 
 def quest_problems(

@@ -15,6 +15,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from pydantic_core import PydanticCustomError
 
 from bot.content.answer_matching import normalize_answer, parse_number
+from graders.declaration import Signature as FunctionSignature
+from graders.registry import find as find_grader
 
 LibraryKind = Literal[
     "book", "course", "post", "podcast", "video", "reference", "repo", "exercises"
@@ -27,7 +29,6 @@ TASK_KINDS: tuple[str, ...] = get_args(TaskKind)
 SLUG_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 _SLUG = re.compile(SLUG_PATTERN)
 _GRADER_NAME = re.compile(r"[a-z][a-z0-9_]*")
-_SIGNATURE = re.compile(r"(?P<name>[A-Za-z_]\w*)\s*\(.*\)\s*(?:->\s*\S.*)?")
 
 
 def _slug(value: str) -> str:
@@ -70,12 +71,14 @@ def _grader_name(value: str) -> str:
 
 
 def _signature(value: str) -> str:
-    if not _SIGNATURE.fullmatch(value.strip()):
+    try:
+        FunctionSignature.parse(value)
+    except ValueError:
         raise PydanticCustomError(
             "signature",
             "`{value}` is not a function signature",
             {"value": value, "hint": 'write it like "matmul_loops(A, B) -> Tensor"'},
-        )
+        ) from None
     return value
 
 
@@ -88,10 +91,7 @@ Signature = Annotated[str, AfterValidator(_signature)]
 
 def function_name(signature: str) -> str:
     """The bare name in a signature: ``"matmul_loops(A, B) -> Tensor"`` -> ``matmul_loops``."""
-    match = _SIGNATURE.fullmatch(signature.strip())
-    if match is None:
-        raise ValueError(f"{signature!r} is not a function signature")
-    return match["name"]
+    return FunctionSignature.parse(signature).name
 
 
 class _Model(BaseModel):
@@ -210,16 +210,33 @@ class TaskSpeed(_Model):
 
 
 class BuildTask(_Task):
-    """Graded code: the submission must define every function in ``interface``."""
+    """Graded code: the submission must define every function in ``interface``.
+
+    The grader declares its functions and whether it is speed-ranked (``graders.registry``):
+    a task that leaves ``interface`` or ``speed`` out takes the grader's.  A task that states
+    them (as quests written before did) must agree with the grader (``bot.content.crossref``).
+    """
 
     kind: Literal["build"]
     grader: GraderName
-    interface: tuple[Signature, ...] = Field(min_length=1)
+    #: empty only for a grader unknown here, which the cross-reference check reports
+    interface: Annotated[tuple[Signature, ...], Field(min_length=1)] = ()
     requires: TaskRequirements | None = None
     speed: TaskSpeed | None = None
 
     @model_validator(mode="after")
     def _names_are_unique(self) -> BuildTask:
+        stated = self.model_fields_set
+        declared = find_grader(self.grader)
+        if declared is not None:
+            # the model is frozen; these are its own values, set once before anyone sees it
+            if "interface" not in stated:
+                object.__setattr__(self, "interface", declared.declaration.functions)
+            if "speed" not in stated and declared.speed is not None:
+                race = TaskSpeed(
+                    function=declared.speed.function, reference=declared.speed.reference
+                )
+                object.__setattr__(self, "speed", race)
         names = self.function_names()
         if len(set(names)) != len(names):
             raise PydanticCustomError(
@@ -227,7 +244,12 @@ class BuildTask(_Task):
                 "interface names a function twice",
                 {"hint": "list each function once"},
             )
-        if self.speed is not None and self.speed.function not in names:
+        if (
+            "speed" in stated
+            and names
+            and self.speed is not None
+            and self.speed.function not in names
+        ):
             raise PydanticCustomError(
                 "speed_function",
                 "speed.function `{value}` is not in the interface",

@@ -33,7 +33,10 @@ FIELD_HINTS: Mapping[str, str] = {
     "days": "days is a whole number, at least 1 (the default)",
     "kind": "use one of the listed kinds",
     "grader": "a build task names the grader that checks it, e.g. grader: matmul_three_ways",
-    "interface": 'a build task lists the functions to define, e.g. interface: ["f(A, B)"]',
+    "interface": (
+        "leave `interface` out to take the grader's functions, or list them all, "
+        'e.g. interface: ["f(A, B)"]'
+    ),
     "questions": "a quiz task lists its questions, each with id, prompt and answers",
     "answers": 'list every accepted answer, synonyms too, e.g. answers: ["(4, 128, 128)"]',
     "tolerance": "a relative tolerance above 0, e.g. tolerance: 0.05 for 5%",

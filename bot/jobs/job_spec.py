@@ -17,7 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from bot.content.schema import BuildTask
 from bot.jobs.capabilities import Requirements
-from graders import REGISTRY
+from graders.registry import find
 from sandbox.api import Limits
 
 #: bumped when a field changes meaning; a worker refuses specs newer than it understands
@@ -70,7 +70,7 @@ class SpeedSpec:
 @dataclass(frozen=True)
 class JobSpec:
     task_ref: str  # QUEST/TASK, for the verdict
-    grader: str  # a name in ``graders.REGISTRY``
+    grader: str  # the grader's name (``graders.registry``), as the quest named it
     interface: tuple[str, ...]  # the functions the grader calls
     requirements: Requirements  # what the claiming worker must have
     limits: Limits  # the sandbox limits the job runs under
@@ -87,7 +87,9 @@ class JobSpec:
     ) -> JobSpec:
         """The spec for grading ``prepared`` as ``task``; KeyError for a grader unknown here
         (content is validated against the registry, so only a broken install gets there)."""
-        info = REGISTRY[task.grader]
+        info = find(task.grader)
+        if info is None:
+            raise KeyError(task.grader)
         return cls(
             task_ref=task_ref,
             grader=task.grader,

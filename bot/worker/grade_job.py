@@ -4,6 +4,13 @@ Runs in a worker process (it imports graders, hence torch).  The grader plans
 the calls with a fresh seed in this trusted process, the sandbox runs them,
 and the grader judges after the job process is gone.  Everything about the
 task comes from the spec, so a worker grades without any quest files.
+
+A pass of a speed-ranked task gets its speed trial here (``bot.worker.speed_trial``, the
+worker's own clock), which is handed to the grader with this host's peak bandwidth: the
+grader turns it into its verdict (``Grader.judge_speed``).  A speed result never changes XP:
+it rides on the verdict (``Verdict.speed``) for the boards.  The trial's physics floor uses
+this host's roof: the cache-resident bandwidth and the matmul FLOP/s it measured on a CPU,
+the datasheet's bandwidth on a GPU.
 """
 
 from __future__ import annotations
@@ -14,10 +21,12 @@ import time
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from bot.jobs.job_spec import JobSpec
-from bot.worker.speed_verdict import add_speed
-from graders import load_grader
-from graders.base import Verdict
+from bot.jobs.job_spec import JobSpec, SpeedSpec
+from bot.worker import peaks
+from bot.worker.speed_trial import Roof, run_trial
+from graders.base import Grader, HostPeak, Verdict
+from graders.registry import load_grader
+from graders.roofline import gpu_peak, measured_peak
 from sandbox.api import SandboxRequest, SandboxResult
 from sandbox.turn_client import Turn
 from sandbox.turns import TurnSpec
@@ -68,12 +77,56 @@ def grade_prepared(
         device=device,
     )
     result = sandbox.run(request)
-    verdict = add_speed(
-        spec, grader.judge(spec.task_ref, plan, result, spec.source), sandbox, device
-    )
+    verdict = grader.judge(spec.task_ref, plan, result, spec.source)
+    if verdict.status == "passed" and spec.speed is not None:
+        verdict = _with_trial(spec, spec.speed, grader, verdict, sandbox, device)
     return dataclasses.replace(
         verdict,
         duration_s=time.perf_counter() - started,
         device=result.device,
         notes=(*spec.notes, *verdict.notes),
     )
+
+
+def _with_trial(
+    spec: JobSpec,
+    speed: SpeedSpec,
+    grader: Grader,
+    verdict: Verdict,
+    sandbox: SandboxRunner,
+    device: str,
+) -> Verdict:
+    """Run the speed trial ``spec`` asks for and hand it to the grader, which judges it."""
+    peak = host_peak(device)  # on a CPU host, measured at the first call
+    trial = run_trial(
+        speed, spec.source, spec.filename, sandbox, spec.limits, device, roof=_roof(device, peak)
+    )
+    return grader.judge_speed(verdict, trial, peak)
+
+
+def _roof(device: str, peak: HostPeak) -> Roof:
+    """What no honest call can beat here (``speed_trial.Roof``)."""
+    if device == "cuda":
+        return Roof(peak.gbs, None)
+    measured = peaks.current()
+    return Roof(measured.cache_gbs or measured.bandwidth_gbs, measured.gflops)
+
+
+def host_peak(device: str) -> HostPeak:
+    """This host's peak bandwidth on ``device``: the datasheet's for this GPU (none when it
+    is not in the table), the one measured on the job core on a CPU host."""
+    if device == "cuda":
+        return gpu_peak(gpu_name())
+    measured = peaks.current()
+    return measured_peak(measured.cpu_model, measured.bandwidth_gbs)
+
+
+def gpu_name() -> str:
+    """The GPU's name as the driver reports it, read here in the trusted process; empty
+    (so no peak, and no bandwidth check) when this process cannot ask the driver."""
+    import torch
+
+    try:
+        return torch.cuda.get_device_name()
+    except (RuntimeError, AssertionError):
+        return ""

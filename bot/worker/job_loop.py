@@ -32,8 +32,8 @@ from bot.logs import log_context
 from bot.worker import peaks
 from bot.worker.grade_job import SandboxRunner, grade_prepared
 from bot.worker.wakeup import Wakeup
-from graders import REGISTRY
 from graders.base import Verdict
+from graders.registry import find
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def gradable_spec(spec: JobSpec | UnreadableSpec) -> JobSpec:
         raise Ungradable(
             f"the worker at version {version} cannot grade this job: {spec.message}.{hint}"
         )
-    info = REGISTRY.get(spec.grader)
+    info = find(spec.grader)  # a name a grader had when the job was queued will do
     if info is None:
         raise Ungradable(
             f"this server's quest needs grader `{spec.grader}`, which the worker at version "

@@ -28,7 +28,7 @@ from bot.supervision import Backoff
 from bot.worker import PARENT_PID_ENV
 from bot.worker.device import detect
 from bot.worker.peaks import measure_peaks
-from graders import REGISTRY, load_grader
+from graders.registry import grader_names, load_grader
 from sandbox import Zygote, format_report, linux, minimum_ok
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ async def _run_one(settings: Settings, *, insecure: bool) -> int:
             capabilities = _capabilities(device)
         from bot.worker.job_loop import Worker  # imports torch
 
-        for name in REGISTRY:
+        for name in sorted(grader_names()):
             load_grader(name)  # import every grader now, not during the first job
         layers = zygote.isolation_report()  # waits until the zygote is ready
         for line in format_report(layers).splitlines():

@@ -15,6 +15,9 @@ core moments apart, so a busy host slows both and the ratio stays put), and on t
 lower 95% confidence bound of that median, which luck cannot raise much.  A call faster than
 the bytes and FLOPs its op must move and do allow at this host's measured peaks is refused
 as a forgery, whatever produced it.  Runs in the worker (imports torch).
+
+The trial decides nothing about the verdict: its ``TrialOutcome`` (``graders.base``) goes to
+the task's grader, which judges it (``bot.worker.grade_job``).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import torch
 
 import graders.speed
 from bot.jobs.job_spec import SpeedSpec
-from graders.base import SPEED_INSTRUMENT, SpeedResult
+from graders.base import SPEED_INSTRUMENT, SpeedResult, TrialOutcome
 from sandbox.api import Limits
 from sandbox.cores import cpu_model, job_core
 from sandbox.turn_client import Timed, Turn
@@ -91,19 +94,6 @@ class Roof:
         if self.gflops:
             times.append(flops / (self.gflops * 1e9 * FLOOR_MARGIN))
         return max(times)
-
-
-@dataclass(frozen=True)
-class TrialOutcome:
-    """A ranked result, or why there is none (``our_fault``: the reference or the sandbox
-    failed, not the learner)."""
-
-    result: SpeedResult | None
-    reason: str = ""
-    our_fault: bool = False
-    samples: tuple[tuple[float, float], ...] = ()  # (reference_s, learner_s) per pair
-    learner_output: str = ""  # what the learner's job printed
-    seconds: float = 0.0  # the whole trial, loads included
 
 
 class _Failed(Exception):

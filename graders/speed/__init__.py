@@ -1,13 +1,13 @@
 """Speed references: the trusted implementations a speed trial times the learner against.
 
-A build task opts in with ``speed: {function: NAME, reference: REF}`` in its quest; REF names
-a module here.  Each module defines ``reference(*inputs)`` (what the learner's function must
-match and is raced against), ``inputs(generator)`` (one fresh draw of the timed inputs, large
-enough that the work dwarfs the clock's own overhead of about 0.2 ms), ``TOLERANCE = (rtol,
-atol)``, and ``moved_bytes(*inputs)`` and ``flops(*inputs)``: *lower bounds* of the bytes the
-op must move and the FLOPs it must do, whatever the algorithm.  A timed call faster than those
-allow at the host's measured peaks is refused as a forgery (the physics floor), and the bytes
-give the roofline reading (achieved GB/s against the peak).
+A speed-ranked grader declares ``speed=Speed(NAME, REF)`` (``graders.declaration``); REF
+names a module here.  Each module defines ``reference(*inputs)`` (what the learner's function
+must match and is raced against), ``inputs(generator)`` (one fresh draw of the timed inputs,
+large enough that the work dwarfs the clock's own overhead of about 0.2 ms), ``TOLERANCE =
+(rtol, atol)``, and ``moved_bytes(*inputs)`` and ``flops(*inputs)``: *lower bounds* of the
+bytes the op must move and the FLOPs it must do, whatever the algorithm.  A timed call faster
+than those allow at the host's measured peaks is refused as a forgery (the physics floor),
+and the bytes give the roofline reading (achieved GB/s against the peak).
 
 The module's own source runs in the sandbox for the reference's turns, under the learner's
 limits on the same core; the worker imports it to draw inputs and compute the expected

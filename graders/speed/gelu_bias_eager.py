@@ -9,8 +9,6 @@ import math
 import torch
 
 TOLERANCE = (1e-4, 1e-5)
-#: bandwidth is this task's lesson: on a GPU its verdict checks the GB/s reached
-JUDGED_BANDWIDTH = True
 SCALE = math.sqrt(2.0 / math.pi)
 
 

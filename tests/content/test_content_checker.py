@@ -35,15 +35,10 @@ def test_fixture_is_clean(content_dir: ContentDir) -> None:
         ),
         (
             "    interface:\n      - softmax(x)\n",
-            "",
-            "quests/first.yaml:9: missing required field `tasks[0].interface` "
-            '(fix: a build task lists the functions to define, e.g. interface: ["f(A, B)"])',
-        ),
-        (
-            "    interface:\n      - softmax(x)\n",
             "    interface: []\n",
             "quests/first.yaml:15: `tasks[0].interface` must list at least 1 item "
-            '(fix: a build task lists the functions to define, e.g. interface: ["f(A, B)"])',
+            "(fix: leave `interface` out to take the grader's functions, or list them all, "
+            'e.g. interface: ["f(A, B)"])',
         ),
         (
             '        answers: ["1"]\n',
@@ -183,7 +178,7 @@ def test_unknown_grader(content_dir: ContentDir) -> None:
     content_dir.edit("first.yaml", "grader: stable_softmax", "grader: no_such_grader")
     assert content_dir.report() == [
         "quests/first.yaml:14: unknown grader `no_such_grader` "
-        "(fix: fix the id, or register the grader in graders/)"
+        "(fix: fix the id, or add the grader to graders/tasks/)"
     ]
 
 

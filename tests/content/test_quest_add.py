@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.content import Content, check_quest_text, load_content
+from bot.content import BuildTask, Content, check_quest_text, load_content
+from bot.content.schema import TaskSpeed
 from tests.content.fixture_dir import FIRST_QUEST, SECOND_QUEST, ContentDir
 
 
@@ -94,7 +95,7 @@ def test_unknown_grader(content: Content) -> None:
     text = FIRST_QUEST.replace("grader: stable_softmax", "grader: stable_sofmax")
     assert report(text, content) == [
         "upload.yaml:14: unknown grader `stable_sofmax` "
-        "(fix: did you mean `stable_softmax`? otherwise register the grader in graders/)"
+        "(fix: did you mean `stable_softmax`? otherwise add the grader to graders/tasks/)"
     ]
 
 
@@ -108,3 +109,71 @@ def test_an_interface_the_grader_does_not_call_is_refused_where_it_is_written(
         "upload.yaml:15: interface names soft but grader `stable_softmax` calls softmax "
         "(fix: list exactly the grader's functions, in its order)"
     ]
+
+
+def test_a_build_task_that_leaves_its_interface_out_takes_the_graders(content: Content) -> None:
+    text = FIRST_QUEST.replace("    interface:\n      - softmax(x)\n", "")
+    quest, problems = check_quest_text(text, "upload.yaml", content)
+    assert problems == [] and quest is not None
+    task = quest.task("build-it")
+    assert isinstance(task, BuildTask)
+    assert task.interface == ("softmax(x) -> Tensor",)  # as graders/tasks/stable_softmax.py
+    assert task.speed == TaskSpeed(function="softmax", reference="softmax_rows")
+
+
+@pytest.mark.parametrize("signature", ["softmax(x) -> Tensor", "softmax( x )", "softmax(x)->T"])
+def test_a_stated_interface_may_differ_from_the_graders_in_spacing_and_result_only(
+    content: Content, signature: str
+) -> None:
+    assert report(FIRST_QUEST.replace("- softmax(x)\n", f"- {signature}\n"), content) == []
+
+
+@pytest.mark.parametrize("signature", ["softmax(logits)", "softmax(x, dim) -> Tensor", "softmax()"])
+def test_parameters_other_than_the_graders_are_refused_where_they_are_written(
+    content: Content, signature: str
+) -> None:
+    text = FIRST_QUEST.replace("- softmax(x)\n", f"- {signature}\n")
+    assert report(text, content) == [
+        f"upload.yaml:16: interface has `{signature}` but grader `stable_softmax` declares "
+        "`softmax(x) -> Tensor` (fix: write the grader's parameters, or leave `interface` out "
+        "to take the grader's)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("grader", "function", "speed", "declared"),
+    [
+        (
+            "stable_softmax",
+            "softmax(x)",
+            "{function: softmax, reference: attention_naive}",
+            "speed races softmax against attention_naive but grader `stable_softmax` races "
+            "softmax against softmax_rows",
+        ),
+        (
+            "stable_softmax",
+            "softmax(x)",
+            "null",
+            "speed is null but grader `stable_softmax` races softmax against softmax_rows",
+        ),
+        (
+            "bpe_merge",
+            "bpe_merge_step(ids)",
+            "{function: bpe_merge_step, reference: softmax_rows}",
+            "speed races bpe_merge_step against softmax_rows but grader `bpe_merge` is not "
+            "speed-ranked",
+        ),
+    ],
+)
+def test_a_stated_speed_trial_must_be_the_graders(
+    content: Content, grader: str, function: str, speed: str, declared: str
+) -> None:
+    text = FIRST_QUEST.replace("grader: stable_softmax", f"grader: {grader}").replace(
+        "      - softmax(x)\n", f"      - {function}\n    speed: {speed}\n"
+    )
+    assert report(text, content) == [
+        f"upload.yaml:17: {declared} (fix: leave `speed` out to take the grader's)"
+    ]
+    same = {"stable_softmax": "{function: softmax, reference: softmax_rows}"}.get(grader)
+    if same is not None:  # stating the grader's own trial is fine
+        assert report(text.replace(f"speed: {speed}", f"speed: {same}"), content) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.content import BuildTask, Content, QuizTask, answer_matches, check_content, load_content
-from graders import grader_names
+from graders.registry import grader_names
 from tests.support import SEED_QUESTS
 
 
@@ -114,7 +114,7 @@ def test_the_map_follows_the_inference_path(seed: Content) -> None:
 
 def test_every_build_task_matches_its_grader(seed: Content) -> None:
     """Content and code are validated together: same functions, in the same order."""
-    from graders import load_grader  # imports torch: fine in tests, never in the bot
+    from graders.registry import load_grader  # imports torch: fine in tests, never in the bot
 
     tasks = [t for q in seed.quests for t in q.tasks if isinstance(t, BuildTask)]
     assert len(tasks) >= 8

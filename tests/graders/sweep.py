@@ -21,8 +21,8 @@ from types import ModuleType
 
 import torch
 
-from graders import load_grader
 from graders.base import Grader, Verdict
+from graders.registry import load_grader
 from tests.graders.catalogue import Catalogue, CommonMistake
 from tests.graders.in_process import load, run_plan, same_functions
 

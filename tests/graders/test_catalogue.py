@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from graders import REGISTRY, load_grader
 from graders.cases import CaseGrader
+from graders.registry import load_grader, registry
 from tests.graders.catalogue import CorrectStyle, catalogue_for
 from tests.graders.in_process import load, run_plan
 from tests.graders.sweep import Sweeper, check_message, sweep
@@ -25,7 +25,7 @@ from tests.graders.sweep import Sweeper, check_message, sweep
 _DRAW = random.Random(20261201)
 SEEDS = tuple(_DRAW.getrandbits(62) for _ in range(200))
 MIN_MISTAKES = 5
-BUILD_GRADERS = sorted(REGISTRY)
+BUILD_GRADERS = sorted(registry())
 
 
 @pytest.fixture(autouse=True)

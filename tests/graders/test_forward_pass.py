@@ -11,10 +11,10 @@ import torch
 from bot.content import BuildTask, Content, answer_matches
 from bot.content.quiz_grading import grade_quiz
 from bot.worker.grade_job import SandboxRunner
-from graders import load_grader
 from graders.base import Verdict
 from graders.comparison import compare_tensor, error_ratio
-from graders.gpt2_block import Gpt2Block
+from graders.registry import load_grader
+from graders.tasks.gpt2_block import Gpt2Block
 from tests.graders.support import grade_in_sandbox, load_solution, message, passed, quiz_task
 
 TASK = "forward-pass/gpt2-block"

@@ -12,7 +12,7 @@ import pytest
 
 from bot.worker.grade_job import SandboxRunner
 from graders.base import Verdict
-from graders.matmul_three_ways import MatmulThreeWays
+from graders.tasks.matmul_three_ways import MatmulThreeWays
 from tests.graders.support import grade_in_sandbox
 
 TASK = "go-brrrr/matmul-three-ways"

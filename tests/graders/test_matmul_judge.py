@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from graders import load_grader
 from graders.base import Check, Plan, Verdict
 from graders.comparison import Case
-from graders.matmul_three_ways import PASSED_FEEDBACK, TOLERANCE, MatmulThreeWays
+from graders.registry import load_grader
+from graders.tasks.matmul_three_ways import PASSED_FEEDBACK, TOLERANCE, MatmulThreeWays
 from sandbox.api import Call, CallResult, SandboxResult
 from tests.graders import sandbox_results as fake
 from tests.graders.support import load_quest

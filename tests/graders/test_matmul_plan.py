@@ -9,7 +9,7 @@ from collections import Counter
 import torch
 
 from graders.comparison import Case
-from graders.matmul_three_ways import MAX_DIM, SHAPES, MatmulThreeWays
+from graders.tasks.matmul_three_ways import MAX_DIM, SHAPES, MatmulThreeWays
 from graders.tensors import from_raw, to_raw
 from sandbox.api import Call
 

@@ -4,22 +4,24 @@ reading that the speed trial's bandwidth check gives."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
 import pytest
 import torch
 
-import graders.fused_pointwise as fp
 import graders.speed
+import graders.tasks.fused_pointwise as fp
 from bot.content import BuildTask, Content, answer_matches
 from bot.content.quiz_grading import grade_quiz
 from bot.jobs.capabilities import Requirements
 from bot.jobs.job_spec import JobSpec, SpeedSpec
-from bot.worker.grade_job import SandboxRunner, grade_prepared
-from graders import load_grader
-from graders.base import Check, Verdict
-from graders.roofline import GPU_FRACTION, bandwidth_check, cpu_reading
+from bot.worker.grade_job import SandboxRunner, gpu_name, grade_prepared
+from graders.base import Check, HostPeak, SpeedResult, TrialOutcome, Verdict
+from graders.registry import load_grader
+from graders.roofline import GPU_FRACTION, bandwidth_check, cpu_reading, peak_for
+from graders.tasks.stable_softmax import StableSoftmax
 from sandbox.api import SandboxResult
 from tests.graders.support import assert_quiz_passes, grade_in_sandbox, quiz_task
 
@@ -222,14 +224,14 @@ def test_impossible_or_unusable_readings_are_not_believed() -> None:
     ],
 )
 def test_peak_table_lookup(name: str, label: str, peak: float) -> None:
-    assert fp.peak_for(name) == (label, peak)
+    assert peak_for(name) == (label, peak)
 
 
 @pytest.mark.parametrize(
     "name", ["NVIDIA L40S", "NVIDIA GeForce RTX 3090", "NVIDIA H100", "NVIDIA A100", "cpu"]
 )
 def test_names_not_in_the_table_get_no_peak(name: str) -> None:
-    assert fp.peak_for(name) is None
+    assert peak_for(name) is None
 
 
 def test_on_this_cpu_the_trial_reports_the_roofline_reading(zygote: SandboxRunner) -> None:
@@ -248,8 +250,8 @@ def test_on_this_cpu_the_trial_reports_the_roofline_reading(zygote: SandboxRunne
 def test_on_a_real_gpu_fusion_passes_and_eager_does_not(zygote: SandboxRunner) -> None:
     """End to end on a GPU host, through the speed trial: the compiled chain reaches the
     pass mark, eager falls short."""
-    if fp.peak_for(fp.device_name()) is None:
-        pytest.skip(f"{fp.device_name()} has no datasheet peak in the table")
+    if peak_for(gpu_name()) is None:
+        pytest.skip(f"{gpu_name()} has no datasheet peak in the table")
     compiled = grade_with_speed(zygote, "correct_compiled.py", "cuda")
     assert compiled.status == "passed", compiled.checks
     assert compiled.speed is not None and "GB/s" in checks(compiled)[BANDWIDTH]
@@ -270,3 +272,96 @@ def grade_with_speed(zygote: SandboxRunner, name: str, device: str) -> Verdict:
         speed=SpeedSpec("fused_gelu_bias", "gelu_bias_eager"),
     )
     return grade_prepared(spec, zygote, allow_cuda=device == "cuda")
+
+
+# --- the speed part of the verdict: the grader's, from the trial the worker hands it ---
+
+H100 = HostPeak("cuda", "NVIDIA H100 80GB HBM3", 3350.0, "the H100 SXM's datasheet")
+CPU = HostPeak("cpu", "AMD EPYC 9654", 18.2, "a measured")
+
+
+def passing() -> Verdict:
+    """What the grader's ``judge`` gives a correct file, before the trial."""
+    checks = (Check(CORRECT, True, "all 13 cases correct"), Check(ALLOWED, True, "uses none"))
+    return Verdict(TASK, "passed", 1.0, checks, fp.FusedPointwise.passed_feedback)
+
+
+def trial(achieved: float | None, device: str = "NVIDIA H100 80GB HBM3") -> TrialOutcome:
+    result = SpeedResult(1.84, 0.002, 0.0037, 0.1, 50, device, achieved, None, 1.6, 2, 1.7)
+    return TrialOutcome(result)
+
+
+SPEED_NOTE = (
+    "Speed: 1.8× the reference on NVIDIA H100 80GB HBM3 (median of 50 pairs, spread ±5%), "
+    "timed by the worker on fresh inputs."
+)
+
+
+def test_on_a_gpu_the_bandwidth_check_joins_the_verdict_and_can_fail_it() -> None:
+    grader = fp.FusedPointwise()
+    fast = grader.judge_speed(passing(), trial(2680.0), H100)
+    assert (fast.status, fast.score, fast.feedback) == ("passed", 1.0, passing().feedback)
+    assert fast.checks[:2] == passing().checks and fast.checks[2].name == BANDWIDTH
+    assert fast.checks[2].passed and fast.notes == (SPEED_NOTE,)
+    assert fast.speed == dataclasses.replace(trial(2680.0).result, peak_gbs=3350.0)
+
+    slow = grader.judge_speed(passing(), trial(402.0), H100)
+    assert (slow.status, slow.score) == ("failed", 2 / 3)
+    assert slow.feedback == f"2 of 3 checks passed. Start with “{BANDWIDTH}” below."
+    assert not slow.checks[2].passed and "12% of peak" in slow.checks[2].message
+    assert slow.speed is not None and slow.speed.ratio == 1.84  # still ranked: speed is apart
+
+
+def test_a_gpu_with_no_datasheet_peak_is_not_judged_and_still_passes() -> None:
+    unknown = HostPeak("cuda", "NVIDIA L40S", None)
+    verdict = fp.FusedPointwise().judge_speed(passing(), trial(512.4, "NVIDIA L40S"), unknown)
+    assert (verdict.status, verdict.score) == ("passed", 2 / 3)
+    assert verdict.feedback == passing().feedback
+    assert verdict.checks[2] == Check(
+        BANDWIDTH,
+        False,
+        "not judged: no datasheet peak is on file for NVIDIA L40S; achieved 512 GB/s",
+        checked=False,
+    )
+    assert verdict.speed is not None and verdict.speed.peak_gbs is None
+
+
+def test_a_trial_with_no_result_says_why_and_fails_the_gpu_check() -> None:
+    reason = "too slow to rank: a timed run took over 74 ms"
+    verdict = fp.FusedPointwise().judge_speed(passing(), TrialOutcome(None, reason), H100)
+    assert verdict.status == "failed" and verdict.speed is None
+    assert verdict.checks[2] == Check(BANDWIDTH, False, f"not measured: {reason}")
+    assert verdict.notes == (f"Speed not ranked: {reason}.",)
+
+
+def test_a_trial_that_failed_on_our_side_makes_an_error_verdict() -> None:
+    failed = TrialOutcome(None, "the reference took over 5.0 s", our_fault=True)
+    assert fp.FusedPointwise().judge_speed(passing(), failed, H100) == Verdict.internal_error(
+        TASK, "the speed trial could not run on our side: the reference took over 5.0 s"
+    )
+
+
+def test_on_a_cpu_host_the_reading_is_a_note_not_a_check() -> None:
+    verdict = fp.FusedPointwise().judge_speed(passing(), trial(1.9, "AMD EPYC 9654"), CPU)
+    assert (verdict.status, verdict.score, verdict.checks) == ("passed", 1.0, passing().checks)
+    (speed, roofline) = verdict.notes
+    assert speed.startswith("Speed: 1.8× the reference on AMD EPYC 9654 (median of 50 pairs")
+    assert roofline == cpu_reading(1.9, 18.2, 1.6)
+    assert verdict.speed is not None and verdict.speed.peak_gbs == 18.2
+
+
+@pytest.mark.parametrize("peak", [H100, CPU], ids=["gpu", "cpu"])
+def test_a_task_whose_lesson_is_not_bandwidth_says_nothing_of_it(peak: HostPeak) -> None:
+    """stable-softmax is speed-ranked too: its result carries the figures, its verdict
+    neither checks nor mentions them."""
+    softmax = StableSoftmax()
+    before = Verdict("transformer-internals/stable-softmax", "passed", 1.0, passing().checks, "ok")
+    verdict = softmax.judge_speed(before, trial(402.0, peak.name), peak)
+    assert (verdict.status, verdict.score, verdict.checks, verdict.feedback) == (
+        "passed",
+        1.0,
+        before.checks,
+        "ok",
+    )
+    assert len(verdict.notes) == 1 and verdict.notes[0].startswith("Speed: 1.8× the reference")
+    assert verdict.speed is not None and verdict.speed.peak_gbs == peak.gbs

@@ -13,10 +13,10 @@ import torch
 from bot.content.quiz_grading import grade_quiz
 from bot.content.schema import BuildTask, QuizTask
 from bot.worker.grade_job import SandboxRunner
-from graders import load_grader
 from graders.base import Verdict
 from graders.comparison import compare_tensor
-from graders.tensor_puzzles import TensorPuzzles
+from graders.registry import load_grader
+from graders.tasks.tensor_puzzles import TensorPuzzles
 from tests.graders.support import assert_quiz_passes, failing, grade_in_sandbox, load_quest
 
 QUEST = "tensor-puzzles"

@@ -11,12 +11,12 @@ import torch
 from bot.content import BuildTask, Content, answer_matches
 from bot.content.quiz_grading import grade_quiz
 from bot.worker.grade_job import SandboxRunner
-from graders import load_grader
 from graders.base import Verdict
 from graders.comparison import compare_tensor
-from graders.lora_linear import LoraLinear
-from graders.mlp_backward import GRADIENTS, MlpBackward
+from graders.registry import load_grader
 from graders.source_scan import Rules, scan
+from graders.tasks.lora_linear import LoraLinear
+from graders.tasks.mlp_backward import GRADIENTS, MlpBackward
 from tests.graders.support import grade_in_sandbox, load_solution, message, passed, quiz_task
 
 BACKWARD = "training-path/manual-backward"

@@ -16,12 +16,13 @@ import torch
 from bot.content.quiz_grading import grade_quiz
 from bot.content.schema import BuildTask, QuizTask
 from bot.worker.grade_job import SandboxRunner
-from graders import attention, load_grader, stable_softmax
-from graders.attention import Attention
 from graders.base import Verdict
-from graders.bpe_merge import BpeMerge, merge_step
 from graders.cases import CaseGrader
-from graders.stable_softmax import StableSoftmax
+from graders.registry import load_grader
+from graders.tasks import attention, stable_softmax
+from graders.tasks.attention import Attention
+from graders.tasks.bpe_merge import BpeMerge, merge_step
+from graders.tasks.stable_softmax import StableSoftmax
 from tests.graders.in_process import run_plan
 from tests.graders.support import (
     assert_quiz_passes,

@@ -39,7 +39,7 @@ from bot.intake.regrade import regrade
 from bot.intake.submission_input import validate_submission
 from bot.jobs.capabilities import Requirements
 from bot.jobs.job_spec import JobSpec
-from graders import REGISTRY
+from graders.registry import registry
 from tests import timeline
 from tests.support import SOLUTIONS, seed_content
 
@@ -60,7 +60,7 @@ def added_quest(**task: Any) -> Quest:
         "prompt": "Write them again.",
         "grader": "matmul_three_ways",
         "interface": [
-            f"{name}(A, B) -> Tensor" for name in REGISTRY["matmul_three_ways"].interface
+            f"{name}(A, B) -> Tensor" for name in registry()["matmul_three_ways"].interface
         ],
         **task,
     }
@@ -150,8 +150,8 @@ async def test_an_added_quests_notebook_is_queued_with_its_spec(engine: AsyncEng
     prepared = validate_submission("mine.ipynb", NOTEBOOK, LIMITS)
     assert spec.task_ref == "matmul-again/three-ways"
     assert spec.grader == "matmul_three_ways"
-    assert spec.interface == REGISTRY["matmul_three_ways"].interface
-    assert spec.limits == REGISTRY["matmul_three_ways"].limits
+    assert spec.interface == registry()["matmul_three_ways"].interface
+    assert spec.limits == registry()["matmul_three_ways"].limits
     assert spec.source == prepared.source and "!pip" not in spec.source  # converted once
     assert spec.notes == prepared.notes and any("magic" in note for note in spec.notes)
     assert spec.filename == "mine.ipynb"

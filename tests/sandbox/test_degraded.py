@@ -131,13 +131,13 @@ from sandbox.isolation import minimum_ok
 from tests.sandbox.support import ADD, ERRNO_NAME, request
 from bot.jobs.job_spec import SpeedSpec
 from bot.worker.speed_trial import run_trial
-from graders import REGISTRY
+from graders.registry import registry
 with Zygote(python=sys.executable) as zygote:
     layers = zygote.isolation_report()
     leak = zygote.run(request(ERRNO_NAME + {attempt!r} + ADD))
     good = zygote.run(request(ADD))
     trial = run_trial(SpeedSpec("softmax", "softmax_rows"), {HONEST!r}, "h.py", zygote,
-                      REGISTRY["stable_softmax"].limits, pairs=4)
+                      registry()["stable_softmax"].limits, pairs=4)
     print(json.dumps({{
         "mode": zygote.mode, "minimum": minimum_ok(layers),
         "active": {{layer.name: layer.active for layer in layers}},

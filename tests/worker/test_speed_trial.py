@@ -19,13 +19,13 @@ import pytest
 
 from bot.jobs.job_spec import SpeedSpec
 from bot.worker.speed_trial import PAIRS, Roof, TrialOutcome, run_trial
-from graders import REGISTRY
 from graders.base import SPEED_INSTRUMENT
+from graders.registry import registry
 from sandbox import Zygote
 
 FORGERIES = Path(__file__).parent / "speed_forgeries"
 SPEED = SpeedSpec("softmax", "softmax_rows")
-LIMITS = REGISTRY["stable_softmax"].limits
+LIMITS = registry()["stable_softmax"].limits
 #: a forgery "gains rank" only beyond this factor over its honest twin's median: five honest
 #: trials stay well inside it on a busy 2-core machine, and every working forgery of this
 #: kind is worth more (the feed takeover of the old instrument was worth 1.28x)
@@ -238,7 +238,7 @@ def test_a_call_faster_than_the_physics_floor_is_refused(zygote: Zygote) -> None
         source,
         "fast.py",
         zygote,
-        REGISTRY["tensor_puzzles"].limits,
+        registry()["tensor_puzzles"].limits,
         roof=Roof(None, gflops),
     )
     assert outcome.result is None and not outcome.our_fault

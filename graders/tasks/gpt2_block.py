@@ -29,7 +29,18 @@ import torch.nn.functional as F
 
 from graders.cases import CaseGrader
 from graders.comparison import Case, Mistake
+from graders.declaration import Declaration
 from graders.draws import draw_int
+
+DECLARATION = Declaration(
+    functions=(
+        "layer_norm(x, weight, bias) -> Tensor",
+        "causal_self_attention(x, w_qkv, b_qkv, w_proj, b_proj, n_head) -> Tensor",
+        "mlp(x, w_fc, b_fc, w_proj, b_proj) -> Tensor",
+        "gpt2_block(x, ln_1_weight, ln_1_bias, w_qkv, b_qkv, w_attn_proj, b_attn_proj, "
+        "ln_2_weight, ln_2_bias, w_fc, b_fc, w_mlp_proj, b_mlp_proj, n_head) -> Tensor",
+    ),
+)
 
 EPS = 1e-5
 #: float32 results within ATOL + RTOL * |expected| of the float64 reference; correct
@@ -119,13 +130,7 @@ class Params:
 
 
 class Gpt2Block(CaseGrader):
-    name = "gpt2_block"
-    interface = (
-        "layer_norm",
-        "causal_self_attention",
-        "mlp",
-        "gpt2_block",
-    )
+    declaration = DECLARATION
     forbidden = FORBIDDEN
     forbidden_what = "a library version of a piece this task asks you to write"
     hints = HINTS

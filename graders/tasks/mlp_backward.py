@@ -27,10 +27,20 @@ import torch
 
 from graders.cases import CaseGrader
 from graders.comparison import Case, Mistake
+from graders.declaration import Declaration
 from graders.draws import draw_int, draw_normal
 from graders.tensors import dtype_name
 
-GRADIENTS = ("grad_w2", "grad_b2", "grad_w1", "grad_b1")  # backprop order: output first
+DECLARATION = Declaration(
+    functions=(
+        "grad_w2(x, w1, b1, w2, b2, t) -> Tensor",
+        "grad_b2(x, w1, b1, w2, b2, t) -> Tensor",
+        "grad_w1(x, w1, b1, w2, b2, t) -> Tensor",
+        "grad_b1(x, w1, b1, w2, b2, t) -> Tensor",
+    ),
+)
+
+GRADIENTS = DECLARATION.interface  # backprop order: output first
 AUTOGRAD_NAMES = frozenset(
     {"backward", "grad", "autograd", "vjp", "jvp", "jacobian", "hessian", "jacrev", "jacfwd"}
     | {"hvp", "vhp", "requires_grad", "requires_grad_", "functional_call", "enable_grad"}
@@ -69,8 +79,7 @@ Gradients = dict[str, torch.Tensor]
 
 
 class MlpBackward(CaseGrader):
-    name = "mlp_backward"
-    interface = GRADIENTS
+    declaration = DECLARATION
     forbidden = FORBIDDEN
     forbidden_what = "autograd machinery; derive the gradients yourself"
     hints = HINTS

@@ -18,7 +18,12 @@ import torch
 
 from graders.cases import CaseGrader
 from graders.comparison import Case, Mistake
+from graders.declaration import Declaration
 from graders.draws import draw_int
+
+DECLARATION = Declaration(
+    functions=("bpe_merge_step(ids) -> Tensor",),
+)
 
 HINT = (
     "Count every adjacent pair (ids[i], ids[i + 1]), overlaps included; pick the most "
@@ -144,8 +149,7 @@ CRAFTED: tuple[tuple[str, list[int]], ...] = (
 
 
 class BpeMerge(CaseGrader):
-    name = "bpe_merge"
-    interface: tuple[str, ...] = ("bpe_merge_step",)
+    declaration = DECLARATION
     hints = HINTS
     passed_feedback = PASSED_FEEDBACK
 

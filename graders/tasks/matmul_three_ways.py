@@ -23,9 +23,18 @@ import torch
 from graders.base import Check
 from graders.cases import CaseGrader, scan_once
 from graders.comparison import Case, Mistake
+from graders.declaration import Declaration
 from graders.draws import draw_normal
 from graders.source_scan import FORBIDDEN, MATMUL_RULES, forbidden_ops
 from graders.tensors import dtype_name
+
+DECLARATION = Declaration(
+    functions=(
+        "matmul_loops(A, B) -> Tensor",
+        "matmul_dot(A, B) -> Tensor",
+        "matmul_columns(A, B) -> Tensor",
+    ),
+)
 
 METHODS: dict[str, str] = {
     "matmul_loops": "three nested loops, C[i, j] += A[i, p] * B[p, j]",
@@ -104,8 +113,7 @@ ZEROS = (
 
 
 class MatmulThreeWays(CaseGrader):
-    name = "matmul_three_ways"
-    interface: tuple[str, ...] = tuple(METHODS)
+    declaration = DECLARATION
     forbidden = dict.fromkeys(METHODS, FORBIDDEN)
     hints = HINTS
     nonfinite_hint = NONFINITE

@@ -23,8 +23,21 @@ import torch
 
 from graders.cases import CaseGrader
 from graders.comparison import Case, Mistake
+from graders.declaration import Declaration, Speed
 from graders.draws import draw_int, draw_normal
 from graders.tensors import dtype_name
+
+DECLARATION = Declaration(
+    functions=(
+        "outer(a, b) -> Tensor",
+        "diag(a) -> Tensor",
+        "triu(a) -> Tensor",
+        "cumsum(a) -> Tensor",
+        "flip(a) -> Tensor",
+        "relu(a) -> Tensor",
+    ),
+    speed=Speed("cumsum", "cumsum_mask"),
+)
 
 #: product routines: none of the puzzles needs one, and each could stand in for broadcasting
 PRODUCTS = frozenset(
@@ -225,8 +238,7 @@ def _fixed_inputs(dtype: torch.dtype) -> dict[str, tuple[torch.Tensor, ...]]:
 
 
 class TensorPuzzles(CaseGrader):
-    name = "tensor_puzzles"
-    interface: tuple[str, ...] = tuple(FORBIDDEN)
+    declaration = DECLARATION
     forbidden = FORBIDDEN
     forbidden_what = "a library call that solves this puzzle for you"
     hints = HINTS

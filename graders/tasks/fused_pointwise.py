@@ -1,11 +1,12 @@
 """Grader for roofline/fused-gelu: bias add plus tanh GELU as one pointwise chain.
 
-This grader judges correctness, on small cases, on any host.  Speed is judged by the task's
-speed trial (``speed:`` in roofline.yaml, ``bot.worker.speed_trial``): the worker's own clock
-times the learner's function against the eager chain, and the achieved bandwidth is checked
-against the host's peak (``graders.roofline``): measured at start on a CPU host, the
-datasheet's on a GPU, looked up in ``PEAK_BANDWIDTH`` by the name the trusted process reads
-from the driver.  No timing taken inside the sandbox decides anything.
+This grader judges correctness, on small cases, on any host.  After a pass the worker times
+the learner's function against the eager chain (its declared ``speed``,
+``bot.worker.speed_trial``) and hands the trial back to this grader, whose lesson is
+bandwidth: ``roofline_reading`` sets the achieved bandwidth against the host's peak
+(``graders.roofline``), measured at start on a CPU host, the datasheet's on a GPU, looked up
+by the name the trusted process reads from the driver.  No timing taken inside the sandbox
+decides anything.
 
 Every case carries what the common slips (the erf GELU, the bias after the activation, a
 wrong constant, a float32 result for a bfloat16 input...) would return on it, so a wrong
@@ -14,40 +15,34 @@ answer is named.
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 from collections.abc import Callable
 from types import MappingProxyType
 
 import torch
 
+from graders.base import HostPeak, TrialOutcome
 from graders.cases import CaseGrader
 from graders.comparison import Case, Mistake
+from graders.declaration import Declaration, Speed
 from graders.draws import draw_normal
+from graders.roofline import Reading, bandwidth_lesson
 from graders.tensors import dtype_name
 from sandbox.api import GiB, Limits, MiB
 
-FUNCTION = "fused_gelu_bias"
+DECLARATION = Declaration(
+    functions=("fused_gelu_bias(x, bias) -> Tensor",),
+    #: room for torch.compile's first compiles on a GPU
+    limits=Limits(wall_s=60.0, cpu_s=60.0, memory_bytes=2 * GiB, output_bytes=160 * MiB),
+    prefers_cuda=True,  # where the speed trial reads HBM bandwidth
+    speed=Speed("fused_gelu_bias", "gelu_bias_eager"),
+)
+
+(FUNCTION,) = DECLARATION.interface
 #: sqrt(2 / pi) and the cubic coefficient of the tanh approximation of GELU
 GELU_SCALE = math.sqrt(2.0 / math.pi)
 GELU_CUBIC = 0.044715
 
-#: (pattern on the lowercased device name, label, datasheet HBM/GDDR peak in bytes/s);
-#: first match wins, so the more specific variants come first.  Unknown names get no peak.
-PEAK_BANDWIDTH: tuple[tuple[str, str, float], ...] = (
-    (r"\bh200\b", "H200", 4.8e12),
-    (r"\bh100\b.*\bpcie\b", "H100 PCIe", 2.0e12),
-    (r"\bh100\b.*\bnvl\b", "H100 NVL", 3.9e12),
-    (r"\bh100\b.*\b(sxm\w*|hbm3)\b", "H100 SXM", 3.35e12),
-    (r"\ba100\b.*\b80gb\b.*\bpcie\b", "A100 80GB PCIe", 1.935e12),
-    (r"\ba100\b.*\bsxm\w*\b.*\b80gb\b", "A100 80GB SXM", 2.039e12),
-    (r"\ba100\b.*\b40gb\b", "A100 40GB", 1.555e12),
-    (r"\bl4\b", "L4", 3.0e11),
-    (r"\ba10g?\b", "A10", 6.0e11),
-    (r"\bt4\b", "T4", 3.2e11),
-    (r"\brtx 4090\b", "RTX 4090", 1.008e12),
-)
 #: the built-in GELU would skip the point of the task: writing (and fusing) the chain
 FORBIDDEN = MappingProxyType({FUNCTION: frozenset({"gelu", "GELU", "gelu_"})})
 HINTS = MappingProxyType(
@@ -144,31 +139,8 @@ def small_case(x: torch.Tensor, bias: torch.Tensor, label: str, drawn: bool = Tr
     return Case(FUNCTION, (x, bias), expected, label, rtol, atol, mistakes=mistakes, drawn=drawn)
 
 
-def device_name() -> str:
-    """The GPU's name as the driver reports it, read here in the trusted process; empty
-    (so no peak, and no bandwidth check) when this process cannot ask the driver."""
-    try:
-        return torch.cuda.get_device_name()
-    except (RuntimeError, AssertionError):
-        return ""
-
-
-@functools.lru_cache(maxsize=8)
-def peak_for(name: str) -> tuple[str, float] | None:
-    """The datasheet peak bandwidth of a GPU by name, or None when it is not in the table."""
-    lowered = name.lower()
-    for pattern, label, peak in PEAK_BANDWIDTH:
-        if re.search(pattern, lowered):
-            return label, peak
-    return None
-
-
 class FusedPointwise(CaseGrader):
-    name = "fused_pointwise"
-    interface = (FUNCTION,)
-    #: room for torch.compile's first compiles on a GPU
-    limits = Limits(wall_s=60.0, cpu_s=60.0, memory_bytes=2 * GiB, output_bytes=160 * MiB)
-    needs_cuda = True  # prefers a GPU, where the speed trial reads HBM bandwidth
+    declaration = DECLARATION
     forbidden = FORBIDDEN
     forbidden_what = "a built-in GELU; write the tanh formula as a chain of pointwise ops"
     hints = HINTS
@@ -177,6 +149,10 @@ class FusedPointwise(CaseGrader):
         "everything in between can stay in registers when the chain is one kernel. Run eagerly, "
         "each op is its own kernel and sends an intermediate through HBM and back."
     )
+
+    def roofline_reading(self, trial: TrialOutcome, peak: HostPeak) -> Reading:
+        """Bandwidth is this task's lesson: a check on a GPU, a note on a CPU host."""
+        return bandwidth_lesson(FUNCTION, trial, peak)
 
     def fixed_cases(self, device: str) -> list[Case]:
         """Cases every plan has, each slip failing at least one whatever the seed: a grid

@@ -18,8 +18,17 @@ import torch.nn.functional as F
 
 from graders.cases import CaseGrader
 from graders.comparison import Case, Mistake
+from graders.declaration import Declaration, Speed
 from graders.draws import draw_int, draw_normal
 from graders.tensors import dtype_name
+
+DECLARATION = Declaration(
+    functions=(
+        "attention(q, k, v) -> Tensor",
+        "causal_attention(q, k, v) -> Tensor",
+    ),
+    speed=Speed("attention", "attention_naive"),
+)
 
 LIBRARY_ATTENTION = frozenset(
     {"scaled_dot_product_attention", "multi_head_attention_forward", "flex_attention"}
@@ -72,8 +81,7 @@ Draw = Callable[[int, int, int, int, int, int], Inputs]
 
 
 class Attention(CaseGrader):
-    name = "attention"
-    interface: tuple[str, ...] = ("attention", "causal_attention")
+    declaration = DECLARATION
     forbidden = FORBIDDEN
     forbidden_what = "a library attention routine"
     hints = HINTS

@@ -30,8 +30,16 @@ import torch
 
 from graders.cases import CaseGrader
 from graders.comparison import Case, Mistake
+from graders.declaration import Declaration
 from graders.draws import draw_int, draw_normal
 from graders.tensors import dtype_name
+
+DECLARATION = Declaration(
+    functions=(
+        "lora_linear(x, w, b, a, b_lora, alpha) -> Tensor",
+        "merge_lora(w, a, b_lora, alpha) -> Tensor",
+    ),
+)
 
 LINEAR_NAMES = frozenset({"linear", "Linear", "addmm"})
 ALPHAS = (2.0, 8.0, 16.0, 32.0)
@@ -57,8 +65,7 @@ HINTS = MappingProxyType(
 
 
 class LoraLinear(CaseGrader):
-    name = "lora_linear"
-    interface = ("lora_linear", "merge_lora")
+    declaration = DECLARATION
     forbidden = FORBIDDEN
     forbidden_what = "a library layer; write the products with @"
     hints = HINTS

@@ -20,8 +20,14 @@ import torch
 
 from graders.cases import CaseGrader
 from graders.comparison import Case, Mistake
+from graders.declaration import Declaration, Speed
 from graders.draws import draw_int, draw_normal
 from graders.tensors import dtype_name
+
+DECLARATION = Declaration(
+    functions=("softmax(x) -> Tensor",),
+    speed=Speed("softmax", "softmax_rows"),
+)
 
 LIBRARY_SOFTMAX = frozenset(
     {"softmax", "log_softmax", "softmin", "_softmax", "_log_softmax", "logsumexp"}
@@ -92,8 +98,7 @@ _RETURNS_FLOAT64 = (
 
 
 class StableSoftmax(CaseGrader):
-    name = "stable_softmax"
-    interface: tuple[str, ...] = ("softmax",)
+    declaration = DECLARATION
     forbidden = FORBIDDEN
     forbidden_what = "a library routine that computes the softmax for you"
     hints = HINTS
