@@ -23,15 +23,12 @@ import asyncio
 import logging
 import math
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Protocol
 
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot import clock
-from bot.db.models import WorkerHeartbeat
-from bot.db.presence import RECENT_S
+from bot.jobs import heartbeat
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +98,7 @@ class HealthCheck:
     async def report(self) -> HealthReport:
         try:
             async with asyncio.timeout(self.timeout_s), self.reads() as session:
-                workers = await live_workers(session)
+                workers = await heartbeat.live_workers(session, clock.now())
         except TimeoutError:
             self._changed(TIMEOUT, f"no answer within {self.timeout_s:g} s")
             return HealthReport(self._discord(), TIMEOUT, None)
@@ -128,10 +125,3 @@ class HealthCheck:
         if not math.isfinite(self.gateway.latency):
             return "not connected (no heartbeat acknowledged)"
         return OK
-
-
-async def live_workers(session: AsyncSession) -> int:
-    """Workers that beat within ``RECENT_S`` (an index range on last_seen_at)."""
-    since = clock.now() - timedelta(seconds=RECENT_S)
-    query = select(func.count()).where(WorkerHeartbeat.last_seen_at >= since)
-    return int(await session.scalar(query) or 0)

@@ -12,7 +12,7 @@ import socket
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.db.dialect import upsert
@@ -85,3 +85,10 @@ async def prune(
     cutoff = utcnow() - timedelta(seconds=older_than_s)
     async with sessions() as session, session.begin():
         await session.execute(delete(WorkerHeartbeat).where(WorkerHeartbeat.last_seen_at < cutoff))
+
+
+async def live_workers(session: AsyncSession, now: datetime) -> int:
+    """Workers that beat within ``RECENT_S`` of ``now`` (an index range on last_seen_at)."""
+    since = now - timedelta(seconds=RECENT_S)
+    query = select(func.count()).where(WorkerHeartbeat.last_seen_at >= since)
+    return int(await session.scalar(query) or 0)
