@@ -20,6 +20,7 @@ import aiohttp
 import discord
 
 from bot.app import BrrrBot
+from bot.background import Backoff
 from bot.config import ENV_FILE_VARIABLE, Settings
 from bot.content import Content
 from bot.content.location import content_directory
@@ -33,7 +34,6 @@ from bot.metrics import Scrape
 from bot.services import Services
 from bot.shutdown import Shutdown
 from bot.startup import load_content_or_fail
-from bot.supervision import Backoff
 from bot.worker import PARENT_PID_ENV
 from sandbox import linux
 
