@@ -24,6 +24,7 @@ from bot.config import DeviceChoice, Settings
 from bot.db.engine import make_engine
 from bot.db.migrate import require_current
 from bot.errors import UserError
+from bot.jobs import verdict_pipe
 from bot.jobs.capabilities import Capabilities
 from bot.worker import PARENT_PID_ENV
 from bot.worker.device import detect
@@ -177,6 +178,7 @@ class _Slot:
     def __init__(self, command: list[str], env: dict[str, str]) -> None:
         self.command = command
         self.env = env
+        self.pass_fds = verdict_pipe.passed_on(env)  # the bot's pipe, for each worker
         self.backoff = Backoff()
         self.process: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
@@ -184,7 +186,7 @@ class _Slot:
         self._start(time.monotonic())
 
     def _start(self, now: float) -> None:
-        self.process = subprocess.Popen(self.command, env=self.env)
+        self.process = subprocess.Popen(self.command, env=self.env, pass_fds=self.pass_fds)
         self.started_at = now
         self.restart_at = None
 
