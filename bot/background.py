@@ -62,6 +62,8 @@ RESTARTS = RetryPolicy(first_delay_s=1.0, max_delay_s=60.0)
 HEALTHY_AFTER_S = 60.0
 #: a pass that failed as a whole is tried again after 1 s, doubling to 60 s
 PASS_RETRIES = RetryPolicy(first_delay_s=1.0, max_delay_s=60.0)
+#: distinct failures a loop remembers (so as not to log them again) while it keeps failing
+MAX_REMEMBERED = 100
 
 
 class Backoff:
@@ -140,10 +142,6 @@ class PassLoop:
         """Ask for a pass: at once when idle, right after the running one otherwise."""
         self._wake.set()
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping.is_set()
-
     async def stop(self, grace_s: float | None = None) -> None:
         """Start no new pass; return once the running one (if any) has finished, or, with
         ``grace_s``, cancel it after that many seconds.  Cancelling the caller of ``stop``
@@ -194,12 +192,17 @@ class PassLoop:
                 main.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await main
-        return main.done() and not main.cancelled()
+        if main.cancelled():
+            return False
+        main.result()  # a ready() that raised is a bug: it ends the loop, loudly
+        return True
 
     def _failed(self, exc: Exception, delay: float) -> None:
         if self._failing_since is None:
             self._failing_since = time.monotonic()
         signature = failure_signature(exc)
+        if len(self._logged) >= MAX_REMEMBERED:
+            self._logged.clear()  # failures that never repeat: log on, forget the oldest
         if signature in self._logged:
             log.debug("%s: pass failed again (%s); retrying in %g s", self.name, exc, delay)
             return
