@@ -120,5 +120,5 @@ _SETUP_COLUMNS = {
 
 async def with_quest_channel(session: AsyncSession) -> list[Guild]:
     """The servers that have set up a quest channel: the ones scheduled posts go to."""
-    query = select(Guild).where(Guild.quest_channel_id.is_not(None))
+    query = select(Guild).where(Guild.quest_channel_id.is_not(None)).order_by(Guild.id)
     return list((await session.execute(query)).scalars().all())

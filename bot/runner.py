@@ -3,7 +3,10 @@
 The local worker pool is a child process started by exec (``brrrbot worker``):
 the bot process itself never imports torch and never runs learner code.  The bot
 supervises that process: whenever it exits it is started again (with backoff), and
-it gets only the settings a worker needs, never the Discord token.
+it gets only the settings a worker needs, never the Discord token.  It also gets the write end
+of a pipe on which its workers announce each verdict they wrote (``bot.jobs.verdict_pipe``);
+on PostgreSQL the bot also LISTENs for the verdicts any worker writes.  Either rings
+``services.verdicts``, which wakes delivery.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 
 import aiohttp
 import discord
 
 from bot.app import BrrrBot
+from bot.background import Backoff
 from bot.config import ENV_FILE_VARIABLE, Settings
 from bot.content import Content
 from bot.content.location import content_directory
@@ -29,11 +33,13 @@ from bot.errors import ConfigError, ServiceUnavailable
 from bot.http import api_routes
 from bot.http.health import HealthCheck
 from bot.http.server import http_server
+from bot.jobs.listen import listening
+from bot.jobs.queue import VERDICTS_CHANNEL
+from bot.jobs.verdict_pipe import VerdictPipe
 from bot.metrics import Scrape
 from bot.services import Services
 from bot.shutdown import Shutdown
 from bot.startup import load_content_or_fail
-from bot.supervision import Backoff
 from bot.worker import PARENT_PID_ENV
 from sandbox import linux
 
@@ -87,7 +93,8 @@ async def _serve_until_stopped(
                     Scrape(services.reads, bot),
                     setups=(api_routes.setup(services),),
                 ),
-                local_worker_pool(local_workers, settings, shutdown),
+                verdict_notifications(services),
+                local_worker_pool(local_workers, settings, shutdown, services.verdicts.ring),
                 bot,
             ):
                 await _run_until_stopped(bot, token, shutdown)
@@ -164,19 +171,36 @@ def worker_environment(
 
 
 @contextlib.asynccontextmanager
+async def verdict_notifications(services: Services) -> AsyncIterator[None]:
+    """On PostgreSQL, LISTEN for the verdicts any worker writes (``queue.complete`` NOTIFYs)
+    and ring ``services.verdicts``: delivery then need not poll for them."""
+    async with listening(services.engine, VERDICTS_CHANNEL, services.verdicts.ring) as listens:
+        if listens:
+            log.info("listening for verdicts on channel %s", VERDICTS_CHANNEL)
+        yield
+
+
+@contextlib.asynccontextmanager
 async def local_worker_pool(
-    count: int, settings: Settings, shutdown: Shutdown
+    count: int,
+    settings: Settings,
+    shutdown: Shutdown,
+    verdict_written: Callable[[], None] = lambda: None,
 ) -> AsyncIterator[None]:
     """Run ``brrrbot worker --count N`` beside the bot for as long as it runs, replacing it
     whenever it exits (see ``PoolSupervisor``).  A signal to the bot reaches the pool at once
     (SIGTERM: it finishes the jobs in hand) and the pool is killed shortly before the
-    shutdown's deadline; a forced exit kills it first."""
+    shutdown's deadline; a forced exit kills it first.  Each verdict its workers write calls
+    ``verdict_written`` (through ``bot.jobs.verdict_pipe``), on SQLite as on PostgreSQL."""
     if count < 1:
         yield
         return
-    supervisor = PoolSupervisor(count, worker_environment(os.environ, settings, os.getpid()))
+    pipe = VerdictPipe(verdict_written)
+    env = {**worker_environment(os.environ, settings, os.getpid()), **pipe.child_env()}
+    supervisor = PoolSupervisor(count, env, pass_fds=pipe.child_fds())
     shutdown.on_request(supervisor.terminate)
     shutdown.on_force(supervisor.kill)
+    pipe.start()
     task = asyncio.create_task(supervisor.run(), name="worker-pool")
     try:
         yield
@@ -186,6 +210,7 @@ async def local_worker_pool(
             await task
         shutdown.step = "stopping the local worker pool"
         await supervisor.stop(max(0.0, shutdown.time_left() - POOL_KILL_MARGIN_S))
+        pipe.close()
 
 
 class PoolSupervisor:
@@ -196,10 +221,18 @@ class PoolSupervisor:
     The pool runs in its own process group, so that it and its workers can be killed
     together; a terminal's Ctrl-C reaches only the bot, which passes it on as SIGTERM."""
 
-    def __init__(self, count: int, env: dict[str, str], backoff: Backoff | None = None) -> None:
+    def __init__(
+        self,
+        count: int,
+        env: dict[str, str],
+        backoff: Backoff | None = None,
+        *,
+        pass_fds: tuple[int, ...] = (),
+    ) -> None:
         self.command = [sys.executable, "-m", "bot", "worker", "--count", str(count)]
         self.count = count
         self.env = env
+        self.pass_fds = pass_fds  # the verdict pipe's write end
         self.backoff = backoff or Backoff()
         self.process: asyncio.subprocess.Process | None = None
         self.stopping = False
@@ -210,7 +243,7 @@ class PoolSupervisor:
             started = loop.time()
             try:
                 self.process = await asyncio.create_subprocess_exec(
-                    *self.command, env=self.env, process_group=0
+                    *self.command, env=self.env, process_group=0, pass_fds=self.pass_fds
                 )
             except OSError as exc:  # e.g. out of processes or memory: try again later
                 what = f"could not be started ({exc})"

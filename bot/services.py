@@ -8,6 +8,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from bot.background import Doorbell
 from bot.config import Settings
 from bot.content import Content
 from bot.curriculum.guild_map import GuildMap, load_guild_map
@@ -25,6 +26,8 @@ class Services:
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]  # for writes: take SQLite's write lock at BEGIN
     reads: async_sessionmaker[AsyncSession]  # for reads: a snapshot, never waits for writers
+    #: rung when a worker may have written a verdict (``bot.runner`` hears of it): delivery
+    verdicts: Doorbell = field(default_factory=Doorbell)
     _maps: dict[int, GuildMap] = field(default_factory=dict)
 
     async def write(self, use_case: UseCase[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:

@@ -1,8 +1,9 @@
 """Scheduled posts happen once per (guild, kind, period), whoever claims them and however often.
 
-These drive the scheduler's own loop body (``Schedule.tick``: read the post log, claim,
+These drive the scheduler's own pass (``Posting.post_due``: read the post log, claim,
 send, mark posted or release) against a real database on each backend, with only the
-Discord send replaced by a record of what went out, so they count posts, not rows.
+Discord side (``PostTransport``) replaced by a record of what went out, so they count posts,
+not rows.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from datetime import UTC, date, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
-import discord
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -22,11 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot import clock, post_log
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import Guild, PostLog
-from bot.exts.schedule import Part, Schedule
+from bot.posting.posts import Posting
+from bot.posting.transport import SendRefused
 from bot.progress.periods import Period
 
 GUILD_ID = 111
 CHANNEL_ID = 222
+OTHER_GUILD_ID, OTHER_CHANNEL_ID = 333, 444
 DAILY, WEEKLY = "daily_quest", "weekly_leaderboard"
 
 
@@ -40,8 +42,11 @@ class FakeClock:
         return self.now
 
 
-class Poster(Schedule):
-    """The real scheduler with Discord's send replaced: ``sent`` lists what went out.
+Part = tuple[str, str, int]  # (kind, period, number) of one message
+
+
+class Poster(Posting[Part]):
+    """The real scheduler with Discord's side replaced: ``sent`` lists what went out.
 
     A daily post has two parts (messages), a weekly one; ``sent`` records each part as
     (kind, period, part).  ``fail`` sends fail as Discord's HTTP errors do (the scheduler
@@ -55,36 +60,42 @@ class Poster(Schedule):
         services = SimpleNamespace(
             sessions=make_sessionmaker(engine), reads=make_sessionmaker(engine, read_only=True)
         )
-        super().__init__(SimpleNamespace(services=services, get_guild=lambda _id: object()))  # type: ignore[arg-type]
+        super().__init__(services, self)  # type: ignore[arg-type]
         self.sent = sent
         self.fail = 0
         self.fail_part: int | None = None
         self.crash = False
         self.crash_part: int | None = None
+        self.broken: int | None = None  # a server whose posts cannot be rendered
+        self.channels: list[int] = []  # where each part went
 
-    def _channel(self, guild: Guild) -> Any:
-        return SimpleNamespace(id=CHANNEL_ID)
+    async def tick(self) -> None:
+        await self.post_due()
 
-    async def daily_parts(self, guild: Guild, quest: Any, day: date | None) -> list[Part]:
-        assert day is not None
-        return [_part(DAILY, day.isoformat(), number) for number in (1, 2)]
+    def in_server(self, guild_id: int) -> bool:
+        return True
 
-    async def weekly_parts(self, guild: Guild, week: Period) -> list[Part]:
-        return [_part(WEEKLY, week.key, 1)]
+    def check_channel(self, channel_id: int | None) -> None:
+        assert channel_id in (CHANNEL_ID, OTHER_CHANNEL_ID)
 
-    async def send_part(self, channel: Any, part: Part) -> Any:
-        kind, what, number = str(part.embeds[0].title).split()
-        if self.crash or self.crash_part == int(number):
+    async def daily_parts(self, guild: Guild, quest: Any, day: date) -> list[Part]:  # type: ignore[override]
+        if guild.id == self.broken:
+            raise RuntimeError("cannot render this server's post")
+        return [(DAILY, day.isoformat(), number) for number in (1, 2)]
+
+    async def weekly_parts(self, guild: Guild, week: Period) -> list[Part]:  # type: ignore[override]
+        return [(WEEKLY, week.key, 1)]
+
+    async def send(self, channel_id: int, part: Part) -> int:
+        kind, what, number = part
+        if self.crash or self.crash_part == number:
             raise RuntimeError("the bot died mid-post")
-        if self.fail or self.fail_part == int(number):
+        if self.fail or self.fail_part == number:
             self.fail = max(self.fail - 1, 0)
-            raise discord.HTTPException(SimpleNamespace(status=429, reason="Too Many"), "429")
-        self.sent.append((kind, what, int(number)))
-        return SimpleNamespace(id=next(self._ids))
-
-
-def _part(kind: str, what: str, number: int) -> Part:
-    return Part([discord.Embed(title=f"{kind} {what} {number}")])
+            raise SendRefused("429 Too Many Requests")  # as discord.py's HTTPException is
+        self.sent.append((kind, what, number))
+        self.channels.append(channel_id)
+        return next(self._ids)
 
 
 def _posts(sent: list[tuple[str, str, int]]) -> list[tuple[str, str]]:
@@ -297,3 +308,25 @@ async def test_a_new_period_posts_again(engine: AsyncEngine, guild: None, now: F
         (WEEKLY, _week(today)),
         (WEEKLY, _week(today + timedelta(days=7))),
     ]
+
+
+async def test_one_servers_failure_does_not_hold_back_the_others(
+    engine: AsyncEngine, guild: None, now: FakeClock
+) -> None:
+    """The first server's daily post meets an unexpected error: the second server's posts
+    still go out in the same pass, which raises the error at its end (for the loop to log and
+    back off); the broken claim waits, as a crashed bot's does, until it is stale."""
+    async with make_sessionmaker(engine)() as session, session.begin():
+        session.add(Guild(id=OTHER_GUILD_ID, quest_channel_id=OTHER_CHANNEL_ID))
+    sent: list[tuple[str, str, int]] = []
+    poster = Poster(engine, sent)
+    poster.broken = GUILD_ID  # the first of the two the pass takes (in id order)
+    with pytest.raises(RuntimeError, match="cannot render"):
+        await poster.tick()
+    today = now.now.date()
+    assert _posts(sent) == [(DAILY, today.isoformat()), (WEEKLY, _week(today - timedelta(days=7)))]
+    assert set(poster.channels) == {OTHER_CHANNEL_ID}
+    poster.broken = None
+    now.now += post_log.STALE_CLAIM + timedelta(seconds=1)
+    await poster.tick()
+    assert poster.channels.count(CHANNEL_ID) == 3  # both parts of the daily, the weekly

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.background import Backoff, RetryPolicy
 from bot.config import ENV_FILE_VARIABLE, Settings
 from bot.runner import PoolSupervisor, worker_environment
-from bot.supervision import Backoff
 from bot.worker import PARENT_PID_ENV
 from tests.support import REPO
 
@@ -30,7 +30,7 @@ SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
 
 
 def test_backoff_doubles_to_its_ceiling_and_resets_after_a_healthy_run() -> None:
-    backoff = Backoff(first_s=1, max_s=60, healthy_after_s=60)
+    backoff = Backoff(RetryPolicy(first_delay_s=1, max_delay_s=60), healthy_after_s=60)
     crash_loop = [backoff.delay(ran_for_s=0.5) for _ in range(8)]
     assert crash_loop == [1, 2, 4, 8, 16, 32, 60, 60]
     assert backoff.delay(ran_for_s=59) == 60  # not yet healthy
@@ -116,7 +116,7 @@ async def _next_pool(supervisor: PoolSupervisor, after: int | None, timeout: flo
 
 
 async def test_a_pool_that_exits_is_started_again_with_backoff() -> None:
-    backoff = Backoff(first_s=0.2, max_s=0.8, healthy_after_s=60)
+    backoff = Backoff(RetryPolicy(first_delay_s=0.2, max_delay_s=0.8), healthy_after_s=60)
     async with _supervising(backoff) as supervisor:
         pid = await _next_pool(supervisor, None, 10)
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
@@ -136,7 +136,7 @@ async def test_a_pool_that_exits_is_started_again_with_backoff() -> None:
 
 
 async def test_stopping_the_bot_stops_the_pool_and_starts_no_other() -> None:
-    async with _supervising(Backoff(first_s=0.05)) as supervisor:
+    async with _supervising(Backoff(RetryPolicy(first_delay_s=0.05))) as supervisor:
         pid = await _next_pool(supervisor, None, 10)
     process = supervisor.process
     assert process is not None and process.pid == pid and process.returncode is not None
@@ -147,7 +147,9 @@ async def test_stopping_the_bot_stops_the_pool_and_starts_no_other() -> None:
 @pytest.mark.parametrize("code", [0, 1, 2])
 async def test_any_exit_code_is_restarted(code: int) -> None:
     """A clean exit, a crash, a refusal to start: the pool is started again each time."""
-    async with _supervising(Backoff(first_s=0.05, max_s=0.05)) as supervisor:
+    async with _supervising(
+        Backoff(RetryPolicy(first_delay_s=0.05, max_delay_s=0.05))
+    ) as supervisor:
         supervisor.command = [sys.executable, "-c", f"raise SystemExit({code})"]
         started: set[int] = set()
         deadline = time.monotonic() + 30

@@ -9,7 +9,6 @@ worker heartbeats), not ``bot.clock``, which a test harness may move.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -23,6 +22,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.background import PassLoop, RetryPolicy
 from bot.db.dialect import upsert
 from bot.db.models import BotState, WorkerHeartbeat
 from bot.db.types import utcnow
@@ -37,6 +37,8 @@ BEAT_S = 10.0
 #: most one beat plus one slow write old (a beat may wait up to SQLite's 15 s busy timeout for
 #: the write lock), about 25 s; a killed worker's row stops counting 30 s after its last beat.
 RECENT_S = 3 * BEAT_S
+#: a failed beat waits for the next one, however long the database is away
+RETRIES = RetryPolicy(first_delay_s=BEAT_S, max_delay_s=BEAT_S)
 
 
 @dataclass(frozen=True)
@@ -74,28 +76,18 @@ async def forget(sessions: async_sessionmaker[AsyncSession]) -> None:
 async def beating(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator[None]:
     """Beat every ``BEAT_S`` while the body runs; forget the beat when it ends.
 
-    The loop is stopped between beats, never cancelled inside one: a write cut off mid-way
-    would leave its pooled connection to be reset under a cancellation.
+    The loop (a ``bot.background.PassLoop``) is stopped between beats, never cancelled inside
+    one: a write cut off mid-way would leave its pooled connection to be reset under a
+    cancellation.  A beat that fails (the database busy a while) is tried again a beat later.
     """
-    stop = asyncio.Event()
-    task = asyncio.create_task(_beat_until(sessions, stop), name="bot-presence")
+    loop = PassLoop("bot-presence", lambda: beat(sessions), idle_s=BEAT_S, retries=RETRIES)
+    loop.start()
     try:
         yield
     finally:
-        stop.set()
-        await task
+        await loop.stop()
         with contextlib.suppress(SQLAlchemyError, DatabaseError):
             await forget(sessions)  # a stale row also stops counting after RECENT_S
-
-
-async def _beat_until(sessions: async_sessionmaker[AsyncSession], stop: asyncio.Event) -> None:
-    while not stop.is_set():
-        try:
-            await beat(sessions)
-        except (SQLAlchemyError, DatabaseError) as exc:  # busy a while: the next beat will do
-            log.warning("could not record the bot's presence: %s", exc)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), BEAT_S)
 
 
 async def users(session: AsyncSession, now: datetime) -> list[User]:

@@ -1,6 +1,7 @@
 """A verdict that cannot be settled or delivered: retried with backoff, then set aside.
 
-Each failure is counted on its own submission, so one verdict that cannot be read, rendered
+Each failure is counted on its own submission and waits by ``RETRIES`` (the one
+``bot.background.RetryPolicy``), so one verdict that cannot be read, rendered
 or sent waits for its next try while the verdicts behind it go out.  After the last try it is
 marked failed, logged at ERROR with a short reference, and listed for moderators
 (``/admin deliveries``); the reference in the log and in that list is the same.
@@ -11,33 +12,20 @@ from __future__ import annotations
 import logging
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.background import RetryPolicy
 from bot.db.models import Member, Submission
 
 log = logging.getLogger(__name__)
 
 ERROR_CHARS = 500  # kept of an exception's text
 
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often, and how far apart, one verdict is tried."""
-
-    max_attempts: int = 10
-    first_delay_s: float = 2.0  # doubled after each failure
-    max_delay_s: float = 300.0
-
-    def delay(self, failures: int) -> timedelta:
-        """The wait after the ``failures``-th failure (1-based)."""
-        return timedelta(seconds=min(self.first_delay_s * 2 ** (failures - 1), self.max_delay_s))
-
-
-#: 2, 4, 8 ... 256, 300 s: about 14 minutes from the first failure to the last try
-RETRIES = RetryPolicy()
+#: 2, 4, 8 ... 256, 300 s: about 14 minutes from the first failure to the last of 10 tries
+RETRIES = RetryPolicy(first_delay_s=2.0, max_delay_s=300.0, max_attempts=10)
 
 
 @dataclass(frozen=True)
@@ -69,7 +57,7 @@ async def record_failure(
             select(Submission.delivery_attempts).where(Submission.id == submission_id)
         )
         attempts = (before or 0) + 1
-        final = attempts >= policy.max_attempts
+        final = policy.gives_up(attempts)
         await session.execute(
             update(Submission)
             .where(Submission.id == submission_id)

@@ -68,6 +68,7 @@ class PassResult:
     settled: int = 0
     delivered: int = 0
     failed: int = 0  # tries that failed (retried later, or given up on)
+    more: bool = False  # it stopped after MAX_ROUNDS full batches: more are due now
 
 
 async def deliver_pending(
@@ -116,6 +117,8 @@ async def deliver_pending(
                     await record_failure(store.sessions, row.id, "deliver", exc, now(), policy)
         if len(due) < BATCH and len(rows) < BATCH:
             break
+    else:
+        return PassResult(settled, delivered, failed, more=True)
     return PassResult(settled, delivered, failed)
 
 

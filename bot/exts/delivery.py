@@ -1,46 +1,53 @@
 """The loop that brings verdicts back to members, and the Discord side of sending them.
 
 What is due, in which order, by which route and what a failure costs is decided in
-``bot.delivery.outcomes``; this cog runs it in a loop and implements its ``Transport``: edit
-the member's original response, send a DM, or post a short notice in a channel.
+``bot.delivery.outcomes``; this cog runs it as a ``bot.background.PassLoop`` and implements
+its ``Transport``: edit the member's original response, send a DM, or post a short notice in
+a channel.  A pass runs when a worker wrote a verdict (``services.verdicts``: the local pool's
+pipe, and a NOTIFY on PostgreSQL) and every ``SAFETY_NET_S`` otherwise, for workers the bot
+does not hear from (remote ones on SQLite), a notification lost with its connection, and
+verdicts waiting for a retry.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+from collections.abc import Callable
 
 import discord
 from discord.ext import commands
 
 from bot.app import BrrrBot
+from bot.background import PassLoop
 from bot.delivery import outcomes
 from bot.delivery.transport import PendingVerdict, RouteRefused, Transport
 from bot.presentation.verdicts import delivered_verdict, verdict_notice
 
 log = logging.getLogger(__name__)
 
-DELIVERY_POLL_S = 0.1
-PASS_FAILED_PAUSE_S = 1.0  # after a pass failed as a whole (the database is away)
+#: the slowest a verdict goes out when no wake came: two queries each time, idle or not
+SAFETY_NET_S = 2.0
 
 
 class Delivery(commands.Cog):
     def __init__(self, bot: BrrrBot) -> None:
         self.bot = bot
         self.transport = GatedTransport(DiscordTransport(bot))
-        self._wake = asyncio.Event()
-        self._loop_task: asyncio.Task[None] | None = None
+        self.loop = PassLoop("verdict-delivery", self._pass, idle_s=SAFETY_NET_S)
+        self._unlisten: Callable[[], None] | None = None
 
     async def cog_load(self) -> None:
-        self._loop_task = asyncio.create_task(self._deliver_forever(), name="verdict-delivery")
+        self._unlisten = self.bot.services.verdicts.listen(self.loop.wake)
+        self.loop.start(ready=self.bot.wait_until_ready)
 
     async def cog_unload(self) -> None:
-        if self._loop_task:
-            self._loop_task.cancel()
+        if self._unlisten is not None:
+            self._unlisten()
+        await self.loop.stop(grace_s=0)  # after ``drain``: what waits at the gate
 
     def wake(self) -> None:
-        self._wake.set()
+        self.loop.wake()
 
     async def drain(self) -> None:
         """For a graceful stop: start no new send; return once the send in flight (if any)
@@ -48,26 +55,17 @@ class Delivery(commands.Cog):
         cancels the pass where it waits (``GatedTransport``); a verdict not yet sent stays
         due in the database and goes out after the restart."""
         self.transport.close()
-        self.wake()
-        if self._loop_task is None or self._loop_task.done() or not self.bot.is_ready():
-            return  # before ready the loop has sent nothing
-        parked = asyncio.create_task(self.transport.parked.wait())
+        stopped = asyncio.ensure_future(self.loop.stop())
+        parked = asyncio.ensure_future(self.transport.parked.wait())
         try:
-            await asyncio.wait({self._loop_task, parked}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({stopped, parked}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            stopped.cancel()
             parked.cancel()
 
-    async def _deliver_forever(self) -> None:
-        await self.bot.wait_until_ready()
-        while not self.transport.closed:
-            try:
-                await outcomes.deliver_pending(self.bot.services, self.transport)
-            except Exception:
-                log.exception("verdict delivery pass failed; retrying")
-                await asyncio.sleep(PASS_FAILED_PAUSE_S)
-            self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), DELIVERY_POLL_S)
+    async def _pass(self) -> bool:
+        result = await outcomes.deliver_pending(self.bot.services, self.transport)
+        return result.more
 
 
 class GatedTransport:

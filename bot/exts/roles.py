@@ -1,27 +1,20 @@
 """The loop that hands out level and champion roles, and the Discord side of each role write.
 
 Who should hold what, in which order, and what a failure costs is decided in
-``bot.progress.role_sync``; this cog runs it whenever something may have changed (an XP
-change in this process, a role configuration change, a weekly champion) and every few seconds
-otherwise, since workers and other processes write XP too.  Writes go out one at a time:
-discord.py waits on Discord's per-server role bucket and on 429s by itself.
+``bot.progress.role_sync``; this cog runs it as a ``bot.background.PassLoop`` whenever something
+may have changed (an XP change in this process, a role configuration change, a weekly
+champion) and every few seconds otherwise, since other processes write XP too.  Writes go out
+one at a time: discord.py waits on Discord's per-server role bucket and on 429s by itself.
 """
 
 from __future__ import annotations
-
-import asyncio
-import contextlib
-import logging
-import time
 
 import discord
 from discord.ext import commands
 
 from bot.app import BrrrBot
+from bot.background import PassLoop
 from bot.progress import role_sync
-from bot.supervision import Backoff
-
-log = logging.getLogger(__name__)
 
 POLL_S = 3.0
 PASS_LIMIT = 200  # members per pass; a fuller queue is drained pass after pass
@@ -33,18 +26,21 @@ class Roles(commands.Cog):
     def __init__(self, bot: BrrrBot) -> None:
         self.bot = bot
         self.transport = DiscordRoles(bot)
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self.loop = PassLoop("role-sync", self._pass, idle_s=POLL_S)
 
     async def cog_load(self) -> None:
-        self._task = asyncio.create_task(self._sync_forever(), name="role-sync")
+        self.loop.start(ready=self.bot.wait_until_ready)
 
     async def cog_unload(self) -> None:
-        if self._task:
-            self._task.cancel()
+        await self.loop.stop(grace_s=0)
+
+    async def drain(self) -> None:
+        """For a graceful stop: start no new pass and let the one in hand finish (the bot's
+        drain time at most; a member cut off is synced again when their lease ends)."""
+        await self.loop.stop()
 
     def wake(self) -> None:
-        self._wake.set()
+        self.loop.wake()
 
     @commands.Cog.listener()
     async def on_xp_changed(self, guild_id: int) -> None:
@@ -54,24 +50,9 @@ class Roles(commands.Cog):
     async def on_roles_changed(self, guild_id: int) -> None:
         self.wake()
 
-    async def _sync_forever(self) -> None:
-        await self.bot.wait_until_ready()
-        backoff = Backoff()
-        healthy_since = time.monotonic()
-        while True:
-            self._wake.clear()  # a wake during the pass asks for another one
-            pause = POLL_S
-            try:
-                result = await role_sync.drain(self.bot.services, self.transport, limit=PASS_LIMIT)
-                if result.synced + result.failed >= PASS_LIMIT:
-                    pause = 0.0  # more are due: go on at once
-            except Exception:
-                pause = backoff.delay(time.monotonic() - healthy_since)
-                log.exception("role sync pass failed; retrying in %.0f s", pause)
-                healthy_since = time.monotonic() + pause
-            if pause:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), pause)
+    async def _pass(self) -> bool:
+        result = await role_sync.drain(self.bot.services, self.transport, limit=PASS_LIMIT)
+        return result.synced + result.failed >= PASS_LIMIT  # more are due: go on at once
 
 
 class DiscordRoles:

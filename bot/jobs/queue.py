@@ -35,6 +35,8 @@ LEASE_SECONDS = 30.0
 CLAIM_WINDOW = 32
 #: PostgreSQL channel on which enqueue wakes idle workers
 JOBS_CHANNEL = "brrrbot_jobs"
+#: PostgreSQL channel on which a written verdict wakes the bot's delivery (payload: submission)
+VERDICTS_CHANNEL = "brrrbot_verdicts"
 RUNS_ANYWHERE = Requirements()
 CPU_ONLY = Capabilities()
 
@@ -174,6 +176,7 @@ async def _give_up(
         .where(Submission.id == submission_id)
         .values(status=SubmissionStatus.ERROR, score=None, verdict=verdict, finished_at=now)
     )
+    await _verdict_written(session, submission_id)
 
 
 async def renew(
@@ -232,7 +235,14 @@ async def complete(
                 finished_at=now,
             )
         )
+        await _verdict_written(session, job.submission_id)
     return True
+
+
+async def _verdict_written(session: AsyncSession, submission_id: int) -> None:
+    """On PostgreSQL, NOTIFY the bot that a verdict is due for delivery; sent at the commit."""
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(select(func.pg_notify(VERDICTS_CHANNEL, str(submission_id))))
 
 
 async def release(sessions: async_sessionmaker[AsyncSession], job: ClaimedJob, error: str) -> None:

@@ -1,19 +1,26 @@
-"""The leaderboard embed and the text form of ``/profile``."""
+"""The leaderboard embed, the weekly post's embed and the text form of ``/profile``."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from discord import Embed
 
 from bot.presentation import style
 from bot.presentation.limits import CONTENT, fit_embed, truncate
 from bot.presentation.safety import safe_name
+from bot.presentation.speed_board_embeds import fastest_line
 from bot.presentation.wording import plural
+from bot.progress.champions import Champion
+from bot.progress.highlights import WeeklyHighlights
 from bot.progress.leaderboard import Entry, Page
 from bot.progress.profile import Profile
 
 MEDALS = {1: "🥇", 2: "🥈", 3: "🥉"}
 NAME_CHARS = 64  # a display name is at most 32 characters; escaping can double it
 HIDDEN = "hidden from the boards"
+#: tied first places named in the weekly post (all of them get the champion role)
+CHAMPIONS_NAMED = 20
 
 
 def leaderboard_embed(page: Page, *, period_label: str, caller_name: str) -> Embed:
@@ -68,3 +75,45 @@ def profile_text(profile: Profile, display_name: str) -> str:
         f"{plural(len(profile.completed_tasks), 'task')}",
     ]
     return truncate("\n".join(lines), CONTENT)
+
+
+def weekly_post_embed(
+    week_key: str,
+    highlights: WeeklyHighlights,
+    champions: Sequence[Champion],
+    fastest_title: str | None,
+) -> Embed:
+    """The weekly post: the week's top, its champions, its fastest result (``fastest_title``:
+    its task's title, None when the map no longer has it), level-ups and longest streaks."""
+    lines = [
+        f"{entry.rank}. **{safe_name(entry.display_name)}** · {entry.xp:,} XP"
+        for entry in highlights.top
+    ] or ["Nobody earned XP this week. A new week, a new chance!"]
+    if champions:
+        lines = [champion_line(champions), "", *lines]
+    if highlights.fastest is not None:
+        lines += ["", fastest_line(highlights.fastest, title=fastest_title)]
+    if highlights.level_ups:
+        lines += ["", "**Level-ups**"] + [
+            f"{safe_name(u.display_name)} reached level {u.new_level}"
+            for u in highlights.level_ups[:10]
+        ]
+    if highlights.streaks:
+        lines += ["", "**Longest streaks**"] + [
+            f"{safe_name(s.display_name)}: {s.days} days" for s in highlights.streaks[:5]
+        ]
+    embed = Embed(
+        title=truncate(f"🏆 Week {week_key}: the leaderboard", 256),
+        description="\n".join(lines),
+    )
+    return fit_embed(embed)
+
+
+def champion_line(champions: Sequence[Champion]) -> str:
+    """Names the week's first place(s); mentions in an embed ping nobody."""
+    named = ", ".join(f"<@{c.user_id}>" for c in champions[:CHAMPIONS_NAMED])
+    more = len(champions) - CHAMPIONS_NAMED
+    if more > 0:
+        named += f" and {more} more"
+    title = "Champion" if len(champions) == 1 else "Champions"
+    return f"🏆 {title} of the week: {named}"

@@ -14,9 +14,10 @@ Rules:
 - Writes go to Discord one at a time: Discord rate-limits role writes per server, and the
   transport (discord.py) waits on 429s itself.
 - Failures stay with their member: a refusal (50013 Missing Permissions) or any other failure
-  keeps the row, retried after ``FIRST_RETRY`` doubling up to ``MAX_RETRY``, with the reason for
-  ``/admin roles list``; after one refusal of a role in a pass, the other members needing that
-  role wait without asking Discord again (refusals count towards Discord's invalid-request ban).
+  keeps the row, retried after ``FIRST_RETRY`` doubling up to ``MAX_RETRY`` (``RETRIES``), with
+  the reason for ``/admin roles list``; after one refusal of a role in a pass, the other members
+  needing that role wait without asking Discord again (refusals count towards Discord's
+  invalid-request ban).
   A member who left the server (10007) loses their grants and their row; a role deleted in
   Discord (10011) is dropped from the configuration.  One bad member never blocks the rest.
 - A user with no member row left (``/privacy delete``) is in the database only through their
@@ -38,6 +39,7 @@ from sqlalchemy import ColumnElement, delete, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot import clock
+from bot.background import RetryPolicy
 from bot.db.dialect import upsert
 from bot.db.engine import checkpoint_wal
 from bot.db.models import Member, MemberXp, RoleGrant, RoleSync
@@ -52,6 +54,8 @@ BATCH = 50  # members claimed per transaction
 LEASE = timedelta(minutes=5)
 FIRST_RETRY = timedelta(minutes=1)
 MAX_RETRY = timedelta(hours=1)
+#: a member whose writes failed waits 1 min, doubling to 1 h while they keep failing
+RETRIES = RetryPolicy(FIRST_RETRY.total_seconds(), MAX_RETRY.total_seconds())
 WRITE_TIMEOUT_S = 120.0  # one write, rate-limit waits included; longer is a failed try
 MISSING_PERMISSIONS = 50013
 
@@ -360,7 +364,7 @@ async def _settle(
 
 def retry_delay(attempts: int) -> timedelta:
     """How long a member waits after ``attempts + 1`` failed tries in a row."""
-    return min(FIRST_RETRY * 2 ** min(attempts, 16), MAX_RETRY)
+    return RETRIES.delay(attempts + 1)
 
 
 async def _forget_member(sessions: async_sessionmaker[AsyncSession], claim: _Claim) -> None:

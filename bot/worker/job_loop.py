@@ -28,6 +28,7 @@ from bot.db.models import Submission
 from bot.jobs import heartbeat, queue
 from bot.jobs.capabilities import Capabilities, Peaks
 from bot.jobs.job_spec import JobSpec, SpecProblem, UnreadableSpec
+from bot.jobs.verdict_pipe import VerdictBell
 from bot.logs import log_context
 from bot.worker import peaks
 from bot.worker.grade_job import SandboxRunner, grade_prepared
@@ -110,6 +111,7 @@ class Worker:
         #: this host's roofline on the job core, measured at the start of ``run``
         self.peaks: Peaks | None = None
         self._busy = False
+        self._bell = VerdictBell()  # tells the bot that started this worker, if one did
 
     async def run(self, stop: asyncio.Event) -> None:
         """Grade until ``stop`` is set; when the queue is empty, wait for a wakeup.
@@ -187,6 +189,7 @@ class Worker:
         if not await queue.complete(self.sessions, job, verdict):
             log.warning("job %d: lease lost before the verdict was written", job.job_id)
             return
+        self._bell.ring()
         log.info(
             "job %d %s %s score %.2f in %.0f ms",
             job.job_id,

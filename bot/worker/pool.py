@@ -4,7 +4,7 @@ Each worker process owns one warm zygote and one database engine, and grades
 one job at a time, so N processes grade N jobs in parallel.  With N > 1 this
 process only supervises: it starts the workers by exec (never fork: no shared
 state), restarts one that dies (after 1 s, doubling to 60 s while it keeps dying, see
-``bot.supervision``), and stops them all on SIGTERM/SIGINT.  With N = 1 the worker runs in
+``bot.background``), and stops them all on SIGTERM/SIGINT.  With N = 1 the worker runs in
 this process; ``brrrbot run`` supervises the pool process itself, whatever N.
 """
 
@@ -19,12 +19,13 @@ import sys
 import time
 from contextlib import closing
 
+from bot.background import Backoff
 from bot.config import DeviceChoice, Settings
 from bot.db.engine import make_engine
 from bot.db.migrate import require_current
 from bot.errors import UserError
+from bot.jobs import verdict_pipe
 from bot.jobs.capabilities import Capabilities
-from bot.supervision import Backoff
 from bot.worker import PARENT_PID_ENV
 from bot.worker.device import detect
 from bot.worker.peaks import measure_peaks
@@ -177,6 +178,7 @@ class _Slot:
     def __init__(self, command: list[str], env: dict[str, str]) -> None:
         self.command = command
         self.env = env
+        self.pass_fds = verdict_pipe.passed_on(env)  # the bot's pipe, for each worker
         self.backoff = Backoff()
         self.process: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
@@ -184,7 +186,7 @@ class _Slot:
         self._start(time.monotonic())
 
     def _start(self, now: float) -> None:
-        self.process = subprocess.Popen(self.command, env=self.env)
+        self.process = subprocess.Popen(self.command, env=self.env, pass_fds=self.pass_fds)
         self.started_at = now
         self.restart_at = None
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.jobs.listen import can_listen, listening
 from bot.jobs.queue import JOBS_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -30,28 +30,21 @@ class Wakeup:
 
     def __init__(self, engine: AsyncEngine, poll_s: float | None = None) -> None:
         self.engine = engine
-        self.listening = engine.dialect.name == "postgresql"
+        self.listening = can_listen(engine)
         default = POSTGRES_POLL_S if self.listening else SQLITE_POLL_S
         self.poll_s = default if poll_s is None else poll_s
         self._event = asyncio.Event()
-        self._connection: AsyncConnection | None = None
+        self._exit = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> Wakeup:
-        if self.listening:
-            self._connection = await self.engine.connect()
-            raw = await self._connection.get_raw_connection()
-            await raw.driver_connection.add_listener(JOBS_CHANNEL, self._notified)
+        if await self._exit.enter_async_context(
+            listening(self.engine, JOBS_CHANNEL, self._event.set)
+        ):
             log.info("listening for new jobs on channel %s", JOBS_CHANNEL)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._connection is not None:
-            with contextlib.suppress(Exception):
-                await self._connection.close()
-            self._connection = None
-
-    def _notified(self, *_args: Any) -> None:
-        self._event.set()
+        await self._exit.aclose()
 
     async def wait(self, stop: asyncio.Event) -> None:
         """Until a notification, ``stop``, or the poll interval, whichever comes first."""

@@ -109,8 +109,15 @@ class World:
 
 
 async def start_world(
-    tmp_path: Path, *, workers: int, clock: bool = False, extra_env: dict[str, str] | None = None
+    tmp_path: Path,
+    *,
+    workers: int,
+    clock: bool = False,
+    extra_env: dict[str, str] | None = None,
+    entry: str | None = None,
 ) -> AsyncIterator[World]:
+    """A world whose bot runs ``brrrbot run`` (through ``entry``, MODULE:FUNCTION, if given:
+    e.g. ``tests.bot.instrumented:main``)."""
     fake = FakeDiscord(heartbeat_interval=1.0)
     guild = fake.add_guild("brrr study group")
     quests = fake.add_channel(guild, "quests")
@@ -138,7 +145,9 @@ async def start_world(
         options += ["--clock-file", str(clock_file), "--schedule-tick", "0.2"]
     async with fake:
         args = ["run"] if workers else ["run", "--no-workers"]
-        bot = BotProcess(fake.urls, args, env=env, cwd=tmp_path, launcher_options=options)
+        bot = BotProcess(
+            fake.urls, args, entry=entry, env=env, cwd=tmp_path, launcher_options=options
+        )
         fake.watch(bot)  # a bot that dies fails the waiting test at once, naming why
         async with bot:
             await fake.wait_until_connected(timeout=30)

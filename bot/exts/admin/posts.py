@@ -11,7 +11,9 @@ from discord import app_commands
 from bot import clock
 from bot.exts.admin.shared import AdminBase
 from bot.exts.common import UserFacingError, find_quest, quest_autocomplete
-from bot.exts.schedule import PostFailed, previous_week
+from bot.exts.schedule import posting
+from bot.posting.posts import Posted, previous_week
+from bot.posting.transport import PostFailed
 from bot.presentation.limits import truncate
 from bot.progress.periods import week_of
 
@@ -27,11 +29,11 @@ class PostCommands(AdminBase):
             chosen = find_quest(await self.bot.services.guild_map(guild.id), quest)
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            message = await self._schedule().post_daily(guild, chosen)
+            posted = await posting(self.bot).post_daily(guild, chosen)
         except PostFailed as exc:
             raise UserFacingError(str(exc)) from None
-        await self._audit(interaction, "post-quest", f"message:{message.id}", quest=quest)
-        await interaction.edit_original_response(content=f"Posted: {message.jump_url}")
+        await self._audit(interaction, "post-quest", f"message:{posted.message_id}", quest=quest)
+        await interaction.edit_original_response(content=f"Posted: {_jump_url(guild.id, posted)}")
 
     @app_commands.command(name="post-leaderboard", description="Post the weekly leaderboard now")
     @app_commands.describe(week="ISO week like 2026-W48 (default: last week)")
@@ -52,10 +54,15 @@ class PostCommands(AdminBase):
             period = week_of(monday, tz)
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            message = await self._schedule().post_weekly(guild, period)
+            posted = await posting(self.bot).post_weekly(guild, period)
         except PostFailed as exc:
             raise UserFacingError(str(exc)) from None
         await self._audit(interaction, "post-leaderboard", f"week:{period.key}")
         await interaction.edit_original_response(
-            content=f"Posted week {period.key}: {message.jump_url}"
+            content=f"Posted week {period.key}: {_jump_url(guild.id, posted)}"
         )
+
+
+def _jump_url(guild_id: int, posted: Posted) -> str:
+    """The link Discord shows a message at (``discord.Message.jump_url``)."""
+    return f"https://discord.com/channels/{guild_id}/{posted.channel_id}/{posted.message_id}"
