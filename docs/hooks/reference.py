@@ -78,7 +78,13 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 class _NoServices:
-    """The docs build builds the command tree only; no command runs, so nothing may ask."""
+    """The docs build builds the command tree only; no command runs, so nothing may ask
+    (but a loop may listen for a doorbell that never rings: it touches nothing)."""
+
+    def __init__(self) -> None:
+        from bot.background import Doorbell
+
+        self.verdicts = Doorbell()
 
     def __getattr__(self, name: str) -> Any:
         raise RuntimeError(
