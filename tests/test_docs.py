@@ -201,10 +201,13 @@ def _command_tree() -> list[Any]:
     of the docs hook: the bot's own extensions loaded into its own client, offline."""
     import discord
 
+    from types import SimpleNamespace
+
     from bot.app import EXTENSIONS, BrrrBot
+    from bot.background import Doorbell
 
     async def load() -> list[Any]:
-        bot = BrrrBot(None)  # type: ignore[arg-type]
+        bot = BrrrBot(SimpleNamespace(verdicts=Doorbell()))  # type: ignore[arg-type]
         try:
             for extension in EXTENSIONS:
                 await bot.load_extension(extension)
