@@ -199,9 +199,9 @@ def test_the_cli_page_names_every_subcommand_and_option(site: Path) -> None:
 def _command_tree() -> list[Any]:
     """Every command the bot's tree holds, subcommands included, built here independently
     of the docs hook: the bot's own extensions loaded into its own client, offline."""
-    import discord
-
     from types import SimpleNamespace
+
+    import discord
 
     from bot.app import EXTENSIONS, BrrrBot
     from bot.background import Doorbell
