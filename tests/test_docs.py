@@ -208,6 +208,7 @@ def _command_tree() -> list[Any]:
 
     async def load() -> list[Any]:
         bot = BrrrBot(SimpleNamespace(verdicts=Doorbell()))  # type: ignore[arg-type]
+        bot.wait_until_ready = asyncio.Event().wait  # type: ignore[method-assign]  # offline: never
         try:
             for extension in EXTENSIONS:
                 await bot.load_extension(extension)

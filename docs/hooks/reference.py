@@ -99,6 +99,7 @@ def command_payload() -> list[dict[str, Any]]:
 
     async def build() -> list[dict[str, Any]]:
         bot = BrrrBot(_NoServices())  # type: ignore[arg-type]
+        bot.wait_until_ready = asyncio.Event().wait  # type: ignore[method-assign]  # offline: never
         try:
             for extension in EXTENSIONS:
                 await bot.load_extension(extension)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import graders.registry
+from bot.jobs.job_spec import read_spec
 from bot.worker.grade_job import SandboxRunner, grade_prepared
 from bot.worker.job_loop import Ungradable, gradable_spec
 from graders.declaration import Declaration, Signature, Speed
@@ -190,10 +191,10 @@ def test_a_stored_job_naming_a_grader_by_its_old_name_still_grades(
     assert stored.grader == "matmul_three_ways"
     data = {**stored.to_json(), "grader": "matmul_by_hand"}  # as the database holds it
     with pytest.raises(Ungradable, match="needs grader `matmul_by_hand`, which the worker"):
-        gradable_spec(data)
+        gradable_spec(read_spec(data))
 
     monkeypatch.setattr(graders.registry, "RENAMED", {"matmul_by_hand": "matmul_three_ways"})
-    spec = gradable_spec(data)
+    spec = gradable_spec(read_spec(data))  # as a claim parses it
     assert spec.grader == "matmul_by_hand"
     assert type(load_grader(spec.grader)).__name__ == "MatmulThreeWays"
     verdict = grade_prepared(spec, zygote)
