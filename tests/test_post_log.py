@@ -22,8 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot import clock, post_log
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import Guild, PostLog
+from bot.posting.post_transport import SendRefused
 from bot.posting.posts import Posting
-from bot.posting.transport import SendRefused
 from bot.progress.periods import Period
 
 GUILD_ID = 111

@@ -22,8 +22,8 @@ from discord.ext import commands
 from bot import clock
 from bot.app import BrrrBot
 from bot.background import PassLoop
+from bot.posting.post_transport import DailyPost, PostFailed, SendRefused, ThreadRefused, WeeklyPost
 from bot.posting.posts import Posting
-from bot.posting.transport import DailyPost, PostFailed, SendRefused, ThreadRefused, WeeklyPost
 from bot.presentation.board_embeds import weekly_post_embed
 from bot.presentation.images import weekly_chart
 from bot.presentation.limits import batch_embeds
@@ -79,7 +79,7 @@ def posting(bot: BrrrBot) -> Posting[Part]:
 
 
 class DiscordPosts:
-    """``bot.posting.transport.PostTransport`` over discord.py."""
+    """``bot.posting.post_transport.PostTransport`` over discord.py."""
 
     def __init__(self, bot: BrrrBot) -> None:
         self.bot = bot

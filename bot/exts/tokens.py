@@ -1,7 +1,7 @@
 """/token new and /token revoke: a member's personal API token for ``brrrbot submit``.
 
 The token is shown once, in an ephemeral reply; the bot keeps only its hash
-(``bot.api.tokens``).
+(``bot.rest_api.tokens``).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import clock
-from bot.api import tokens
 from bot.app import BrrrBot
 from bot.exts.common import display_name, guild_id_of
+from bot.rest_api import tokens
 
 
 def usage_text(token: str) -> str:

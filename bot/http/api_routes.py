@@ -23,9 +23,6 @@ from aiohttp import BodyPartReader, web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from bot import clock
-from bot.api import tokens
-from bot.api.status import NotFound, NotYours, submission_status
-from bot.api.tokens import Caller, TokenRefused
 from bot.db.states import SubmissionStatus
 from bot.http.openapi import document
 from bot.intake import accept
@@ -50,6 +47,9 @@ from bot.intake.refusals import (
 )
 from bot.intake.submission_input import UploadLimits, check_upload, format_size
 from bot.presentation.refusal_words import refusal_words
+from bot.rest_api import tokens
+from bot.rest_api.status import NotFound, NotYours, submission_status
+from bot.rest_api.tokens import Caller, TokenRefused
 from bot.services import Services
 
 log = logging.getLogger(__name__)

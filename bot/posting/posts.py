@@ -31,7 +31,7 @@ from bot.content import Quest
 from bot.curriculum.guild_map import GuildMap
 from bot.db.models import Guild
 from bot.guilds import with_quest_channel
-from bot.posting.transport import (
+from bot.posting.post_transport import (
     DailyPost,
     PartT,
     PostFailed,

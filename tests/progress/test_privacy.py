@@ -15,7 +15,6 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.api import tokens
 from bot.db import migrate
 from bot.db.engine import checkpoint_wal, make_engine, make_sessionmaker, sqlite_path
 from bot.db.models import (
@@ -36,6 +35,7 @@ from bot.progress.leaderboard import Page, leaderboard, rank_of
 from bot.progress.periods import week_key, week_of
 from bot.progress.profile import profile
 from bot.progress.totals import Board, rebuild_totals
+from bot.rest_api import tokens
 from tests import timeline
 from tests.progress.world import BERLIN, GUILD_ID, World, totals_from_ledger
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from sqlalchemy import Text, cast, column, func, or_, select, table
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from bot.api import tokens
 from bot.db.engine import sqlite_path
 from bot.db.models import AuditEntry, RoleGrant, RoleSync, SpeedRecord, WeeklyChampion
 from bot.progress.grants import grant
 from bot.progress.level_roles import add_level_role
 from bot.progress.periods import week_key
 from bot.progress.role_sync import DrainResult, drain
+from bot.rest_api import tokens
 from graders.base import SPEED_INSTRUMENT
 from tests.progress.test_privacy import NOW, delete, submit
 from tests.progress.world import BERLIN, GUILD_ID, World

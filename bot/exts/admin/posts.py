@@ -12,8 +12,8 @@ from bot import clock
 from bot.exts.admin.shared import AdminBase
 from bot.exts.common import UserFacingError, find_quest, quest_autocomplete
 from bot.exts.schedule import posting
+from bot.posting.post_transport import PostFailed
 from bot.posting.posts import Posted, previous_week
-from bot.posting.transport import PostFailed
 from bot.presentation.limits import truncate
 from bot.progress.periods import week_of
 

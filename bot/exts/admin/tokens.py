@@ -6,9 +6,9 @@ import discord
 from discord import app_commands
 
 from bot import clock
-from bot.api import tokens
 from bot.exts.admin.shared import AdminBase
 from bot.exts.common import guild_id_of
+from bot.rest_api import tokens
 
 
 class TokenCommands(AdminBase):

@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.api.tokens import Caller
 from bot.db import states
 from bot.db.models import Member, Submission
+from bot.rest_api.tokens import Caller
 
 
 class NotFound(Exception):

@@ -11,11 +11,11 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot import clock
-from bot.api import tokens
-from bot.api.status import NotFound, NotYours, submission_status
-from bot.api.tokens import Caller, TokenRefused
 from bot.db.engine import make_sessionmaker
 from bot.db.models import ApiToken, AuditEntry, Member
+from bot.rest_api import tokens
+from bot.rest_api.status import NotFound, NotYours, submission_status
+from bot.rest_api.tokens import Caller, TokenRefused
 from tests.support import GUILD_ID, add_member, queue_submission
 
 OTHER_GUILD = 2**62 + 12345  # a snowflake-sized id
