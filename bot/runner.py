@@ -37,6 +37,7 @@ from bot.jobs.listen import listening
 from bot.jobs.queue import VERDICTS_CHANNEL
 from bot.jobs.verdict_pipe import VerdictPipe
 from bot.metrics import Scrape
+from bot.outage import describe, is_database_unavailable
 from bot.services import Services
 from bot.shutdown import Shutdown
 from bot.startup import load_content_or_fail
@@ -105,11 +106,25 @@ async def _serve_until_stopped(
             ) from None
         except discord.PrivilegedIntentsRequired:
             raise ConfigError("Discord refused the gateway intents the bot asked for") from None
-        except (aiohttp.ClientConnectionError, OSError) as exc:
-            raise ServiceUnavailable(f"cannot reach Discord: {exc}") from None
+        except Exception as exc:
+            _attribute(exc, shutdown)
     finally:
         shutdown.step = "closing the database"
         await engine.dispose()
+
+
+def _attribute(exc: Exception, shutdown: Shutdown) -> None:
+    """Say what failed: the database (``bot.outage``) is never reported as Discord.  A stop a
+    signal asked for ends cleanly even when the database was away meanwhile: what failed is
+    logged, and the exit is 0."""
+    if is_database_unavailable(exc):
+        if shutdown.signal_name is not None:
+            log.warning("stopped while the database was unavailable: %s", describe(exc))
+            return
+        raise ServiceUnavailable(f"the database is unavailable: {describe(exc)}") from None
+    if isinstance(exc, aiohttp.ClientConnectionError | OSError):
+        raise ServiceUnavailable(f"cannot reach Discord: {exc}") from None
+    raise exc
 
 
 async def _run_until_stopped(bot: BrrrBot, token: str, shutdown: Shutdown) -> None:
