@@ -15,6 +15,12 @@ pass that returns True has more work due and is followed by another at once.  A 
 raises is logged once per distinct failure (its traceback once, not once per retry), then
 retried after ``RetryPolicy``'s delay, which a wake does not cut short (a failing database
 is not asked again sooner because work arrived); the first pass that succeeds again says so.
+A pass that failed because the database is away (``bot.outage``: a refused connect, a
+restart, a lock held past the busy timeout, driver exceptions included) is an outage, not a
+bug: the loop logs one WARNING, "database unavailable: …", without a traceback, however often
+it retries and whatever the driver says each time, and one INFO when a pass succeeds again;
+it retries at least every ``OUTAGE_RETRY_S`` meanwhile, so that what waited is done within
+that long of the database's return.
 One bad item is the pass's own business: delivery, role sync and posting each record an
 item's failure on that item and go on with the rest.  ``stop`` starts no new pass and waits
 for the running one (or cancels it after ``grace_s``).
@@ -31,6 +37,8 @@ import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
+
+from bot import outage
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +70,9 @@ RESTARTS = RetryPolicy(first_delay_s=1.0, max_delay_s=60.0)
 HEALTHY_AFTER_S = 60.0
 #: a pass that failed as a whole is tried again after 1 s, doubling to 60 s
 PASS_RETRIES = RetryPolicy(first_delay_s=1.0, max_delay_s=60.0)
+#: while the database is away a pass is retried at least this often (a refused connect costs
+#: nothing), so work waiting is done within this long of its return, however long it was away
+OUTAGE_RETRY_S = 2.0
 #: distinct failures a loop remembers (so as not to log them again) while it keeps failing
 MAX_REMEMBERED = 100
 
@@ -132,6 +143,7 @@ class PassLoop:
         self._task: asyncio.Task[None] | None = None
         self._logged: set[tuple[str, ...]] = set()  # failures logged since the last success
         self._failing_since: float | None = None
+        self._database_away = False  # this failure run's outage was logged
 
     def start(self, ready: Callable[[], Awaitable[object]] | None = None) -> None:
         """Start the loop; with ``ready``, the first pass waits for it (e.g. a connection)."""
@@ -163,8 +175,7 @@ class PassLoop:
             try:
                 more = await self._run_pass()
             except Exception as exc:
-                delay = self._backoff.delay()
-                self._failed(exc, delay)
+                delay = self._failed(exc, self._backoff.delay())
             else:
                 self._recovered()
                 if more:
@@ -197,16 +208,35 @@ class PassLoop:
         main.result()  # a ready() that raised is a bug: it ends the loop, loudly
         return True
 
-    def _failed(self, exc: Exception, delay: float) -> None:
+    def _failed(self, exc: Exception, delay: float) -> float:
+        """Log the failure as the rules say; the wait before the next pass."""
         if self._failing_since is None:
             self._failing_since = time.monotonic()
+        if outage.is_database_unavailable(exc):
+            delay = min(delay, OUTAGE_RETRY_S)
+            if self._database_away:
+                log.debug("%s: database still unavailable (%s)", self.name, outage.describe(exc))
+                return delay
+            self._database_away = True
+            log.warning(
+                "%s: database unavailable: %s; retrying at least every %g s until it answers "
+                "(not logged again)",
+                self.name,
+                outage.describe(exc),
+                OUTAGE_RETRY_S,
+            )
+            return delay
         signature = failure_signature(exc)
         if len(self._logged) >= MAX_REMEMBERED:
             self._logged.clear()  # failures that never repeat: log on, forget the oldest
         if signature in self._logged:
             log.debug("%s: pass failed again (%s); retrying in %g s", self.name, exc, delay)
-            return
+            return delay
         self._logged.add(signature)
+        self._log_error(exc, delay)
+        return delay
+
+    def _log_error(self, exc: Exception, delay: float) -> None:
         log.error(
             "%s: pass failed; retrying in %g s, then backing off to %g s while it keeps "
             "failing (the same failure is not logged again)",
@@ -217,7 +247,14 @@ class PassLoop:
         )
 
     def _recovered(self) -> None:
-        if self._failing_since is not None:
+        if self._database_away:
+            log.info(
+                "%s: database available again, after %d failed pass(es) in %.0f s",
+                self.name,
+                self._backoff.failures,
+                time.monotonic() - (self._failing_since or time.monotonic()),
+            )
+        elif self._failing_since is not None:
             log.info(
                 "%s: passes succeed again, after %d failed in %.0f s",
                 self.name,
@@ -225,6 +262,7 @@ class PassLoop:
                 time.monotonic() - self._failing_since,
             )
         self._failing_since = None
+        self._database_away = False
         self._logged.clear()
         self._backoff.reset()
 

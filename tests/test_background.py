@@ -10,12 +10,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import socket
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
+from bot import background
 from bot.background import Backoff, Doorbell, PassLoop, RetryPolicy
 
 NEVER_S = 3600.0  # a safety net this slow cannot be what starts a pass in a test
@@ -244,3 +248,55 @@ def test_a_doorbell_rings_every_listener_until_it_stops_listening() -> None:
     stop_a()
     bell.ring()
     assert heard == ["a", "b", "b"]
+
+
+async def _refused_connect() -> OSError:
+    """What asyncpg raises when nothing listens: a raw OSError raised inside the driver."""
+    import asyncpg
+
+    with socket.socket() as probe:  # a port nothing listens on (bound, never listened)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        try:
+            await asyncpg.connect(host="127.0.0.1", port=port, user="x", timeout=5)
+        except OSError as exc:
+            return exc
+    raise AssertionError("a connect to a port nobody listens on succeeded")
+
+
+async def test_a_database_outage_is_one_warning_and_one_info_without_tracebacks(
+    loops: list[PassLoop], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Five passes fail because the database is away (a refused connect, as asyncpg raises
+    it, then a locked SQLite, each with its own text), then one succeeds: one WARNING naming
+    the outage, no ERROR and no traceback, one INFO for the return."""
+    refused = await _refused_connect()
+    passes = Passes(free=True)
+    locked = OperationalError("INSERT …", {}, sqlite3.OperationalError("database is locked"))
+    passes.errors = {1: refused, 2: refused, 3: locked, 4: refused, 5: locked}
+    caplog.set_level(logging.DEBUG, logger="bot.background")
+    _start(loops, passes, retries=RetryPolicy(first_delay_s=0.01, max_delay_s=0.02))
+    await passes.started(6)
+    await _settled()
+    at_least_info = [r for r in caplog.records if r.levelno >= logging.INFO]
+    assert [(r.levelno, r.exc_info) for r in at_least_info] == [
+        (logging.WARNING, None),
+        (logging.INFO, None),
+    ], [r.getMessage() for r in at_least_info]
+    warning, info = (r.getMessage() for r in at_least_info)
+    assert "database unavailable: ConnectionRefusedError" in warning, warning
+    assert "database available again, after 5 failed" in info, info
+
+
+async def test_while_the_database_is_away_a_slow_policy_still_retries_soon(
+    loops: list[PassLoop], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loop whose policy waits an hour still asks a database that is away again within
+    ``OUTAGE_RETRY_S``: what waited is done soon after the database returns."""
+    monkeypatch.setattr(background, "OUTAGE_RETRY_S", 0.05)
+    passes = Passes(free=True)
+    passes.errors = {1: await _refused_connect(), 2: KeyError("a bug")}
+    _start(loops, passes, retries=RetryPolicy(first_delay_s=NEVER_S, max_delay_s=NEVER_S))
+    await passes.started(2)  # within FAIL_AFTER_S, not after NEVER_S
+    await asyncio.sleep(0.2)  # a bug is no outage: its retry waits the policy's hour
+    assert passes.count == 2
