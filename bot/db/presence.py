@@ -27,6 +27,7 @@ from bot.db.dialect import upsert
 from bot.db.models import BotState, WorkerHeartbeat
 from bot.db.types import utcnow
 from bot.errors import DatabaseError
+from bot.outage import describe, is_database_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,10 @@ async def beating(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator[N
 
     The loop (a ``bot.background.PassLoop``) is stopped between beats, never cancelled inside
     one: a write cut off mid-way would leave its pooled connection to be reset under a
-    cancellation.  A beat that fails (the database busy a while) is tried again a beat later.
+    cancellation.  A beat that fails (the database busy or away a while, driver exceptions
+    included) is tried again a beat later, however long the outage lasts: the loop logs one
+    warning when the database goes away and one line when it returns.  A beat that cannot be
+    forgotten at the end (the database still away) is logged, not raised: the stop stays clean.
     """
     loop = PassLoop("bot-presence", lambda: beat(sessions), idle_s=BEAT_S, retries=RETRIES)
     loop.start()
@@ -86,8 +90,15 @@ async def beating(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator[N
         yield
     finally:
         await loop.stop()
-        with contextlib.suppress(SQLAlchemyError, DatabaseError):
-            await forget(sessions)  # a stale row also stops counting after RECENT_S
+        try:
+            await forget(sessions)
+        except (SQLAlchemyError, DatabaseError, OSError) as exc:
+            if not isinstance(exc, SQLAlchemyError | DatabaseError) and not (
+                is_database_unavailable(exc)
+            ):
+                raise
+            # a stale row also stops counting after RECENT_S
+            log.warning("the bot's presence row stays (%s)", describe(exc))
 
 
 async def users(session: AsyncSession, now: datetime) -> list[User]:

@@ -2,6 +2,9 @@
 
 Expected problems (``UserFacingError``, failed checks) are shown as they are, and a rule of
 intake that said no (``Refused``) in the cogs' words for it (``refusal_replies``);
+the database being away (``bot.outage``: down, restarting, locked past the busy timeout)
+in the words of ``UNAVAILABLE_REPLY``, "nothing was saved" (every command's writes are one
+transaction that an outage rolls back; the database error is raised before its commit);
 anything else is logged with a short reference and the member sees only
 "something went wrong (ref XYZ)", ephemerally.  Buttons and selects (``AnswersErrors``) get the
 same treatment: discord.py only logs their errors, and the member would see "This interaction
@@ -23,6 +26,7 @@ from bot.exts.common import UserFacingError
 from bot.exts.refusal_replies import refusal_reply
 from bot.intake.refusals import Refused
 from bot.logs import bind_context, log_context
+from bot.outage import UNAVAILABLE_REPLY, describe, is_database_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +62,10 @@ async def on_app_command_error(
 async def _unexpected(interaction: discord.Interaction, error: BaseException, what: str) -> None:
     ref = secrets.token_hex(3).upper()
     ids = {"ref": ref, "guild_id": interaction.guild_id}  # fields of a JSON log line
+    if is_database_unavailable(error):  # an outage, not a bug: one line, no traceback
+        log.warning("%s: database unavailable (ref %s): %s", what, ref, describe(error), extra=ids)
+        await reply_ephemeral(interaction, UNAVAILABLE_REPLY)
+        return
     log.error("%s failed (ref %s)", what, ref, exc_info=error, extra=ids)
     await reply_ephemeral(interaction, _storage_message(error, ref) or _GENERIC.format(ref))
 
@@ -99,8 +107,6 @@ def _storage_message(error: BaseException, ref: str) -> str | None:
             f"The bot's storage is full, so nothing was saved (ref {ref}). "
             "Please tell a moderator, and try again once space has been freed."
         )
-    if "database is locked" in text or "database is busy" in text:
-        return f"The database is busy, so nothing was saved (ref {ref}). Try again in a minute."
     return None
 
 
