@@ -123,6 +123,27 @@ class PostgresServer:
         with ThreadPoolExecutor(1) as thread:
             thread.submit(asyncio.run, self._make_template()).result()
 
+    def pause(self) -> None:
+        """Stop the server as an operator does (``-m fast``: connections terminated), keeping its
+        data for ``resume``: an outage."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start a paused server again, on the same port and data."""
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {self.port} -k {self.root} {_FAST}",
+            "start",
+        )
+
     def stop(self) -> None:
         try:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
