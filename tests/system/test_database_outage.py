@@ -18,6 +18,8 @@ import os
 import re
 import signal
 import socket
+import sqlite3
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +31,7 @@ import aiohttp
 import asyncpg
 import pytest
 
+from bot.db.engine import SQLITE_BUSY_TIMEOUT_MS
 from bot.outage import UNAVAILABLE_REPLY
 from tests.postgres_server import PostgresServer, Unavailable
 from tests.system.conftest import Backend, System, start_system, until
@@ -178,3 +181,68 @@ def _healthz_sync_status(port: int) -> int:
         return int(error.code)
     except OSError:
         return 0
+
+
+HOLD_LOCK = """
+import sqlite3, sys
+connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+connection.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.read()  # until the test closes our stdin
+connection.execute("ROLLBACK")
+"""
+
+
+async def test_sqlite_locked_past_the_busy_timeout_refuses_clearly_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """Another process holds SQLite's write lock longer than the bot's busy timeout while a
+    member submits: the command is acknowledged within 3 s, then refused in the clear words
+    (no row half-written); once the lock lifts, submissions are queued again."""
+    async with start_system(tmp_path) as system:
+        bot = await system.start_bot()
+        await until(lambda: _alive_at(system), 30, "the bot's first beat")
+        member = system.learner()
+        holder = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            HOLD_LOCK,
+            str(system.database),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        try:
+            assert holder.stdout is not None and holder.stdin is not None
+            assert (await asyncio.wait_for(holder.stdout.readline(), 30)) == b"held\n"
+            probe = sqlite3.connect(system.database, isolation_level=None, timeout=0)
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                probe.execute("BEGIN IMMEDIATE")  # the lock really is held
+            probe.close()
+            handle = await system.submit(member)
+            assert await handle.acked() < 3.0
+            reply = await handle.original(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000 + 10)
+            assert reply.content == UNAVAILABLE_REPLY
+            assert system.query("SELECT count(*) FROM submissions") == [(0,)]
+        finally:
+            if holder.stdin is not None:
+                holder.stdin.close()
+            await asyncio.wait_for(holder.wait(), 30)
+        after = await system.submit(member)
+        assert (await after.original(timeout=15)).content.startswith("Queued")
+        assert system.query("SELECT count(*) FROM submissions") == [(1,)]
+        away = _per_loop(bot.output, "database unavailable")
+        await until(
+            lambda: (
+                _per_loop(bot.output, "database available again")
+                == collections.Counter(dict.fromkeys(away, 1))
+            ),
+            BEAT_WAIT_S,
+            f"one recovery line for each loop that saw the lock ({dict(away)})",
+        )
+        assert set(away.values()) <= {1}, away
+        assert "Traceback" not in bot.output, bot.output[-3000:]
+        assert bot.pid is not None
+        os.kill(bot.pid, signal.SIGTERM)
+        await until(lambda: bot.returncode is not None, 15, "the bot to exit on SIGTERM")
+        await system.stop_bot()
+        assert bot.returncode == 0, bot.output[-3000:]
