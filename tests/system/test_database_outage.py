@@ -47,6 +47,8 @@ def own_server() -> Iterator[PostgresServer]:
         server = PostgresServer()
         server.start()
     except Unavailable as exc:
+        if os.environ.get("BRRRBOT_REQUIRE_POSTGRES") == "1":  # as the suite's own server
+            pytest.fail(f"BRRRBOT_REQUIRE_POSTGRES=1 but {exc}")
         pytest.skip(str(exc))
     try:
         yield server
