@@ -123,19 +123,37 @@ class PostgresServer:
         with ThreadPoolExecutor(1) as thread:
             thread.submit(asyncio.run, self._make_template()).result()
 
-    def pause(self) -> None:
-        """Stop the server as an operator does (``-m fast``: connections terminated), keeping its
-        data for ``resume``: an outage."""
-        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
-
-    def resume(self) -> None:
-        """Start a paused server again, on the same port and data."""
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast``: every connection is terminated, as an operator's restart
+        does; returns once the server accepts connections again."""
+        log = self.root / "server.log"  # a server without -l would hold our output pipe open
         self._run(
             "pg_ctl",
             "-D",
             str(self.data),
             "-l",
-            str(self.root / "server.log"),
+            str(log),
+            "-m",
+            "fast",
+            "-w",
+            "-t",
+            "60",
+            "restart",
+        )
+
+    def pause(self) -> None:
+        """Stop the server (fast: connections terminated) until ``resume``."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start a paused server again; returns once it accepts connections."""
+        log = self.root / "server.log"
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(log),
             "-w",
             "-t",
             "60",

@@ -86,9 +86,18 @@ def _create_private(path: Path) -> None:
 
 
 def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
-    """An async engine; SQLite gets WAL, foreign keys and transactional DDL."""
+    """An async engine; SQLite gets WAL, foreign keys and transactional DDL.
+
+    On a server backend each pooled connection is pinged when it is checked out
+    (``pool_pre_ping``): after the server restarted, every pooled connection is dead, and
+    without the ping the first statement of each would fail (a worker's verdict write among
+    them) instead of the pool quietly opening a new one.  SQLite's connections are a local
+    file's and never die that way.
+    """
     parsed = parse_url(url)
     ensure_data_dir(parsed)
+    if parsed.get_backend_name() != "sqlite":
+        kwargs.setdefault("pool_pre_ping", True)
     try:
         engine = create_async_engine(parsed, **kwargs)
     except ImportError as exc:

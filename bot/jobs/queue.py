@@ -16,6 +16,7 @@ worker that lost its lease cannot overwrite the verdict of the one that took ove
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -57,11 +58,13 @@ class ClaimedJob:
     spec: JobSpec | UnreadableSpec
 
 
-def _claimable(now: datetime) -> Any:
-    """Queued and due, or running with an expired lease (its worker died)."""
+def _claimable(now: datetime, reclaim: bool = True) -> Any:
+    """Queued and due, or (with ``reclaim``) running with an expired lease (its worker died)."""
+    queued = and_(GradingJob.status == JobStatus.QUEUED, GradingJob.available_at <= now)
+    if not reclaim:
+        return queued
     return or_(
-        and_(GradingJob.status == JobStatus.QUEUED, GradingJob.available_at <= now),
-        and_(GradingJob.status == JobStatus.RUNNING, GradingJob.lease_expires_at < now),
+        queued, and_(GradingJob.status == JobStatus.RUNNING, GradingJob.lease_expires_at < now)
     )
 
 
@@ -92,12 +95,17 @@ async def enqueue(session: AsyncSession, submission_id: int, spec: JobSpec) -> G
 
 
 async def has_claimable(
-    sessions: async_sessionmaker[AsyncSession], capabilities: Capabilities = CPU_ONLY
+    sessions: async_sessionmaker[AsyncSession],
+    capabilities: Capabilities = CPU_ONLY,
+    *,
+    reclaim: bool = True,
 ) -> bool:
     """A cheap read (no write lock) that lets idle workers poll often."""
     async with sessions() as session:
         found = await session.scalar(
-            select(GradingJob.id).where(_claimable(utcnow()), _runnable(capabilities)).limit(1)
+            select(GradingJob.id)
+            .where(_claimable(utcnow(), reclaim), _runnable(capabilities))
+            .limit(1)
         )
     return found is not None
 
@@ -107,13 +115,20 @@ async def claim(
     owner: str,
     capabilities: Capabilities = CPU_ONLY,
     lease_s: float = LEASE_SECONDS,
+    *,
+    reclaim: bool = True,
 ) -> ClaimedJob | None:
-    """Take the oldest job this worker can run, or None when there is none."""
+    """Take the oldest job this worker can run, or None when there is none.
+
+    ``reclaim=False`` takes queued jobs only, leaving running jobs whose lease expired to
+    their owners: a worker does so for a while after a database outage, during which every
+    lease expired although its worker was alive and may be writing its verdict right now.
+    """
     now = utcnow()
     async with sessions() as session, session.begin():
         pick = (
             select(GradingJob.id)
-            .where(_claimable(now), _runnable(capabilities))
+            .where(_claimable(now, reclaim), _runnable(capabilities))
             .order_by(GradingJob.id)
             .limit(1)
         )
@@ -125,7 +140,7 @@ async def claim(
                 return None
             won = await session.execute(
                 update(GradingJob)
-                .where(GradingJob.id == job_id, _claimable(now))
+                .where(GradingJob.id == job_id, _claimable(now, reclaim))
                 .values(
                     status=JobStatus.RUNNING,
                     attempts=GradingJob.attempts + 1,
@@ -205,6 +220,11 @@ async def complete(
     """Write the one verdict of this job on its submission; False if the lease was lost
     meanwhile.
 
+    A late completion (the lease expired, during a database outage say) is accepted as long
+    as nobody re-claimed the job: the fence is the claim (owner and attempt), not the clock.
+    Writing the same verdict again is a no-op that returns True, so a caller whose commit
+    went through but whose connection died before the answer can simply retry.
+
     An ``error`` verdict written here is final (a job that cannot be graded here at all);
     its message is also kept as the job's error, where moderators look.
     """
@@ -224,7 +244,7 @@ async def complete(
             .values(status=JobStatus.DONE, lease_owner=None, finished_at=now, **noted)
         )
         if result.rowcount != 1:  # type: ignore[attr-defined]
-            return False
+            return await _already_recorded(session, job, verdict)
         await session.execute(
             update(Submission)
             .where(Submission.id == job.submission_id)
@@ -237,6 +257,24 @@ async def complete(
         )
         await _verdict_written(session, job.submission_id)
     return True
+
+
+async def _already_recorded(session: AsyncSession, job: ClaimedJob, verdict: Verdict) -> bool:
+    """True when this very verdict is already the job's (an earlier try of ``complete``
+    committed, and only its answer was lost)."""
+    row = (
+        await session.execute(
+            select(GradingJob.status, GradingJob.attempts, Submission.verdict)
+            .join(Submission, Submission.id == GradingJob.submission_id)
+            .where(GradingJob.id == job.job_id)
+        )
+    ).first()
+    return (
+        row is not None
+        and row.status is JobStatus.DONE
+        and row.attempts == job.attempt
+        and row.verdict == json.loads(json.dumps(verdict.to_json()))  # as stored: no tuples
+    )
 
 
 async def _verdict_written(session: AsyncSession, submission_id: int) -> None:

@@ -6,6 +6,16 @@ grades from the job's spec alone (``bot.jobs.job_spec``): no quest files, no
 second validation of the upload.  A job this worker cannot grade at all (no spec,
 a spec too new, a grader it does not have) gets a final error verdict at once,
 saying why, instead of being retried by worker after worker.
+
+A database outage (a restart, a stopped server, SQLite's write lock held past the busy
+timeout: ``bot.outage``) is ridden out, never exited on: the claim loop, the heartbeat and
+the lease renewal retry by ``DATABASE_RETRIES`` (capped at 1 s, so the worker notices the
+database's return within a second), and a computed verdict is kept and its write retried
+until it is recorded (``queue.complete`` is idempotent and fenced by the claim, not the
+clock).  One WARNING says the database went away, one INFO that it is back.  Since every
+lease expired during a long outage while its worker lived on, for ``RECLAIM_GRACE_S`` after
+the database returns this worker takes queued jobs only, leaving running ones to their owners,
+who are writing their verdicts; a job whose worker really died is re-claimed after that.
 """
 
 from __future__ import annotations
@@ -17,11 +27,15 @@ import logging
 import os
 import secrets
 import socket
+import time
+from collections.abc import Awaitable, Callable
 from functools import cache
+from typing import TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.background import Backoff, RetryPolicy
 from bot.db import presence
 from bot.db.engine import make_sessionmaker
 from bot.db.models import Submission
@@ -30,6 +44,7 @@ from bot.jobs.capabilities import Capabilities, Peaks
 from bot.jobs.job_spec import JobSpec, SpecProblem, UnreadableSpec
 from bot.jobs.verdict_pipe import VerdictBell
 from bot.logs import log_context
+from bot.outage import is_database_unavailable
 from bot.worker import peaks
 from bot.worker.grade_job import SandboxRunner, grade_prepared
 from bot.worker.wakeup import Wakeup
@@ -37,6 +52,14 @@ from graders.base import Verdict
 from graders.registry import find
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: a database that does not answer is asked again after 0.1 s, doubling to 1 s
+DATABASE_RETRIES = RetryPolicy(first_delay_s=0.1, max_delay_s=1.0)
+#: after an outage, expired leases are left to their (living) owners this long: many times
+#: ``DATABASE_RETRIES``' ceiling, so each owner has recorded its verdict or renewed by then
+RECLAIM_GRACE_S = 10.0
 
 
 class RetryableError(Exception):
@@ -85,6 +108,77 @@ def gradable_spec(spec: JobSpec | UnreadableSpec) -> JobSpec:
     return spec
 
 
+class DatabaseOutage:
+    """This worker's view of the database's availability, shared by its loops: one WARNING
+    when the database stops answering, one INFO when it answers again."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.down_since: float | None = None
+        self.back_at: float | None = None
+
+    def failed(self, error: BaseException, doing: str) -> None:
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+            log.warning(
+                "worker %s: the database does not answer (%s: %s: %s); retrying every "
+                "second at most, keeping any verdict in hand",
+                self.name,
+                doing,
+                type(error).__name__,
+                getattr(error, "orig", None) or error,
+            )
+
+    def answered(self) -> None:
+        if self.down_since is not None:
+            self.back_at = time.monotonic()
+            log.info(
+                "worker %s: the database answers again, after %.1f s",
+                self.name,
+                self.back_at - self.down_since,
+            )
+            self.down_since = None
+
+    def may_reclaim(self) -> bool:
+        """False while expired leases may be living workers' caught by the outage."""
+        if self.down_since is not None:
+            return False
+        return self.back_at is None or time.monotonic() - self.back_at >= RECLAIM_GRACE_S
+
+    async def retry(
+        self,
+        doing: str,
+        operation: Callable[[], Awaitable[T]],
+        stop: asyncio.Event | None = None,
+    ) -> T:
+        """``await operation()`` until the database answers; other errors pass through.  With
+        ``stop``, a stop during the outage raises ``Stopped`` instead of waiting on."""
+        backoff = Backoff(DATABASE_RETRIES)
+        while True:
+            try:
+                result = await operation()
+            except Exception as exc:
+                if not is_database_unavailable(exc):
+                    raise
+                self.failed(exc, doing)
+                log.debug("worker %s: %s failed again: %s", self.name, doing, exc)
+                delay = backoff.delay()
+                if stop is None:
+                    await asyncio.sleep(delay)
+                    continue
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+                if stop.is_set():
+                    raise Stopped from exc
+            else:
+                self.answered()
+                return result
+
+
+class Stopped(Exception):
+    """The worker was asked to stop while waiting for the database."""
+
+
 def worker_name() -> str:
     """Unique per process and start, so a restarted worker never reuses a lease."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
@@ -111,6 +205,7 @@ class Worker:
         #: this host's roofline on the job core, measured at the start of ``run``
         self.peaks: Peaks | None = None
         self._busy = False
+        self.outage = DatabaseOutage(self.name)
         self._bell = VerdictBell()  # tells the bot that started this worker, if one did
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -119,15 +214,23 @@ class Worker:
         ``poll_s`` (None: the backend's default, see ``bot.worker.wakeup``) bounds each wait.
         """
         self.peaks = await self._measure_peaks()
-        await heartbeat.prune(self.sessions)
-        await heartbeat.beat(self.sessions, self.name, self.capabilities, self.peaks)
+        try:
+            await self.outage.retry(
+                "pruning heartbeats", lambda: heartbeat.prune(self.sessions), stop
+            )
+            await self.outage.retry("beating", self._beat, stop)
+        except Stopped:
+            return
         beating = asyncio.create_task(self._keep_beating())
         log.info("worker %s ready (%s)", self.name, self.capabilities.describe())
         try:
             async with Wakeup(self.engine, self.poll_s) as wakeup:
                 while not stop.is_set():
-                    if await self.step():
-                        continue
+                    try:
+                        if await self.outage.retry("claiming", self.step, stop):
+                            continue
+                    except Stopped:
+                        break
                     await wakeup.wait(stop)
         finally:
             beating.cancel()
@@ -143,21 +246,29 @@ class Worker:
             log.warning("worker %s: could not measure the roofline", self.name, exc_info=True)
             return None
 
+    async def _beat(self) -> None:
+        await heartbeat.beat(self.sessions, self.name, self.capabilities, self.peaks)
+
     async def _keep_beating(self) -> None:
         while True:
             await asyncio.sleep(presence.BEAT_S)
             try:
-                await heartbeat.beat(self.sessions, self.name, self.capabilities, self.peaks)
-            except Exception:  # a database blip must not stop grading; the next beat retries
-                log.warning("worker %s: heartbeat failed", self.name, exc_info=True)
+                await self.outage.retry("beating", self._beat)
+            except Exception:  # not an outage, a bug: logged, and the next beat tries again
+                log.exception("worker %s: heartbeat failed", self.name)
 
     async def step(self) -> bool:
         """Grade at most one job; False when there was nothing to claim."""
         # While jobs keep coming, claim directly; when idle, peek first with a read that
         # takes no write lock, so frequent polling costs the other processes nothing.
-        if not self._busy and not await queue.has_claimable(self.reads, self.capabilities):
+        reclaim = self.outage.may_reclaim()
+        if not self._busy and not await queue.has_claimable(
+            self.reads, self.capabilities, reclaim=reclaim
+        ):
             return False
-        job = await queue.claim(self.sessions, self.name, self.capabilities, self.lease_s)
+        job = await queue.claim(
+            self.sessions, self.name, self.capabilities, self.lease_s, reclaim=reclaim
+        )
         self._busy = job is not None
         if job is None:
             return False
@@ -179,14 +290,20 @@ class Worker:
             verdict = await asyncio.to_thread(self._grade, spec)
         except Exception as exc:
             log.exception("job %d attempt %d failed internally", job.job_id, job.attempt)
-            await queue.release(self.sessions, job, f"{type(exc).__name__}: {exc}")
+            error = f"{type(exc).__name__}: {exc}"
+            await self.outage.retry(
+                "releasing a job", lambda: queue.release(self.sessions, job, error)
+            )
             return
         finally:
             renewer.cancel()
         await self._finish(job, verdict)
 
     async def _finish(self, job: queue.ClaimedJob, verdict: Verdict) -> None:
-        if not await queue.complete(self.sessions, job, verdict):
+        recorded = await self.outage.retry(
+            "recording a verdict", lambda: queue.complete(self.sessions, job, verdict)
+        )
+        if not recorded:
             log.warning("job %d: lease lost before the verdict was written", job.job_id)
             return
         self._bell.ring()
@@ -201,16 +318,22 @@ class Worker:
 
     async def _task_ref(self, submission_id: int) -> str:
         """The submission's task, for a verdict on a job whose spec is unusable."""
-        async with self.reads() as session:
-            task_ref = await session.scalar(
-                select(Submission.task_ref).where(Submission.id == submission_id)
-            )
-        return task_ref or ""
+
+        async def read() -> str | None:
+            async with self.reads() as session:
+                return await session.scalar(
+                    select(Submission.task_ref).where(Submission.id == submission_id)
+                )
+
+        return await self.outage.retry("reading a task", read) or ""
 
     async def _keep_lease(self, job: queue.ClaimedJob) -> None:
         while True:
             await asyncio.sleep(self.lease_s / 3)
-            if not await queue.renew(self.sessions, job, self.lease_s):
+            renewed = await self.outage.retry(
+                "renewing a lease", lambda: queue.renew(self.sessions, job, self.lease_s)
+            )
+            if not renewed:
                 log.warning("job %d: lease taken over by another worker", job.job_id)
                 return
 
