@@ -15,17 +15,17 @@ in-process, redirected with ``launch.overrides``), act as users, assert::
         assert (await handle.original()).content == "pong"
 """
 
-from fakediscord.clock import FakeClock
+from fakediscord.entities import Channel, Guild, Member, Role, Thread, User
 from fakediscord.errors import ApiError
+from fakediscord.fake_time import FakeClock
 from fakediscord.handle import InteractionHandle, InteractionRejected
-from fakediscord.interactions import Reply
+from fakediscord.interaction_rules import Reply
 from fakediscord.journal import RequestRecord, RoleWrite
+from fakediscord.loopback import FakeDiscord, Urls
 from fakediscord.messages import Attachment, Message
-from fakediscord.models import Channel, Guild, Member, Role, Thread, User
 from fakediscord.permissions import Permission
 from fakediscord.process import BotProcess
 from fakediscord.ratelimits import RateLimitPolicy
-from fakediscord.server import FakeDiscord, Urls
 
 __all__ = [
     "ApiError",

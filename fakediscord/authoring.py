@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fakediscord import limits
+from fakediscord import send_limits
 from fakediscord.bodies import Body
 from fakediscord.bodies import Upload as Part
 from fakediscord.composer import Composer
+from fakediscord.entities import UPLOAD_LIMITS
 from fakediscord.invocations import Upload, Where
 from fakediscord.messages import Message
-from fakediscord.models import UPLOAD_LIMITS
 from fakediscord.permissions import Permission
 from fakediscord.world import World
 
@@ -27,8 +27,8 @@ async def post_as(
     name = where.user.username
     if not content and not files:
         raise ValueError("the client sends no empty message: give content or files")
-    if len(content) > limits.CONTENT:
-        raise ValueError(f"{len(content)} characters is over the {limits.CONTENT} limit")
+    if len(content) > send_limits.CONTENT:
+        raise ValueError(f"{len(content)} characters is over the {send_limits.CONTENT} limit")
     limit = where.guild.upload_limit if where.guild else UPLOAD_LIMITS[0]
     for filename, data in files:
         if len(data) > limit:

@@ -10,14 +10,12 @@ from typing import Any
 
 from fakediscord import errors
 from fakediscord.bodies import Body, Upload
-from fakediscord.cdn import Cdn
 from fakediscord.changes import Changes
-from fakediscord.clock import FakeClock
+from fakediscord.entities import UPLOAD_LIMITS, Channel, Thread, User
 from fakediscord.errors import FormErrors, Path
+from fakediscord.fake_time import FakeClock
 from fakediscord.gateway import DIRECT_MESSAGES, GUILD_MESSAGES, GUILDS, Gateway
 from fakediscord.ids import Snowflakes
-from fakediscord.limits import check_message
-from fakediscord.mentions import resolve_pings
 from fakediscord.messages import (
     EPHEMERAL,
     HAS_THREAD,
@@ -30,7 +28,9 @@ from fakediscord.messages import (
     InteractionOrigin,
     Message,
 )
-from fakediscord.models import UPLOAD_LIMITS, Channel, Thread, User
+from fakediscord.pings import resolve_pings
+from fakediscord.send_limits import check_message
+from fakediscord.signed_urls import Cdn
 from fakediscord.world import World
 
 SENDABLE_FLAGS = SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_COMPONENTS_V2

@@ -6,17 +6,17 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from fakediscord.cdn import Cdn
 from fakediscord.changes import Changes
-from fakediscord.clock import FakeClock
-from fakediscord.commands import CommandRegistry
+from fakediscord.command_registry import CommandRegistry
 from fakediscord.composer import Composer
+from fakediscord.fake_time import FakeClock
 from fakediscord.faults import FaultPlan
 from fakediscord.gateway import Gateway
 from fakediscord.ids import Snowflakes
-from fakediscord.interactions import InteractionRegistry
+from fakediscord.interaction_rules import InteractionRegistry
 from fakediscord.journal import Journal
 from fakediscord.ratelimits import RateLimits
+from fakediscord.signed_urls import Cdn
 from fakediscord.world import World
 
 

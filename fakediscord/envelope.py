@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fakediscord.entities import UPLOAD_LIMITS
 from fakediscord.invocations import Draft
-from fakediscord.models import UPLOAD_LIMITS
 from fakediscord.world import World
 
 GUILD_CONTEXT = 0

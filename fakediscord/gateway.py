@@ -16,8 +16,8 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from fakediscord.changes import Changes
-from fakediscord.clock import FakeClock
-from fakediscord.models import Guild
+from fakediscord.entities import Guild
+from fakediscord.fake_time import FakeClock
 from fakediscord.world import World
 
 DISPATCH = 0

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fakediscord.changes import Changes
-from fakediscord.clock import FakeClock
 from fakediscord.errors import ApiError
-from fakediscord.interactions import RESPONSE_DEADLINE, InteractionRecord, Reply
+from fakediscord.fake_time import FakeClock
+from fakediscord.interaction_rules import RESPONSE_DEADLINE, InteractionRecord, Reply
 from fakediscord.messages import Message
 from fakediscord.world import World
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 
-from fakediscord.clock import FakeClock
+from fakediscord.fake_time import FakeClock
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
 

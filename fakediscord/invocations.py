@@ -14,13 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fakediscord.cdn import Cdn
-from fakediscord.commands import CommandRegistry, RegisteredCommand
+from fakediscord.command_registry import CommandRegistry, RegisteredCommand
+from fakediscord.entities import UPLOAD_LIMITS, Channel, Guild, Member, User
 from fakediscord.ids import Snowflakes
-from fakediscord.interactions import InteractionRecord, Kind
+from fakediscord.interaction_rules import InteractionRecord, Kind
 from fakediscord.messages import Attachment, Message
-from fakediscord.models import UPLOAD_LIMITS, Channel, Guild, Member, User
 from fakediscord.permissions import Permission
+from fakediscord.signed_urls import Cdn
 from fakediscord.world import World
 
 SUBCOMMANDS = {1, 2}

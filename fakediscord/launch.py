@@ -27,8 +27,8 @@ from pathlib import Path
 import yarl
 
 from fakediscord import bot_events
-from fakediscord.cdn import ROOT as CDN_ROOT
 from fakediscord.process import STACKS_SIGNAL
+from fakediscord.signed_urls import ROOT as CDN_ROOT
 
 DEFAULT_ENTRY = "bot.cli:main"
 

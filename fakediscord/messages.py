@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fakediscord.mentions import Pings
-from fakediscord.models import Thread, User
+from fakediscord.entities import Thread, User
+from fakediscord.pings import Pings
 
 SUPPRESS_EMBEDS = 1 << 2
 HAS_THREAD = 1 << 5

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from fakediscord.server import Urls
+from fakediscord.loopback import Urls
 from tests.faked_clock import faked_clock_env
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,8 +7,8 @@ needs GUILD_MEMBERS except for the current user.
 
 from __future__ import annotations
 
+from fakediscord.entities import Guild, Member, Role
 from fakediscord.gateway import GUILD_MEMBERS, GUILDS, Gateway
-from fakediscord.models import Guild, Member, Role
 
 
 async def set_member_role(

@@ -11,10 +11,7 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from fakediscord import errors
-from fakediscord.clock import FakeClock
-from fakediscord.ids import Snowflakes
-from fakediscord.messages import Attachment, Message
-from fakediscord.models import (
+from fakediscord.entities import (
     DM_CHANNEL,
     Application,
     Channel,
@@ -24,6 +21,9 @@ from fakediscord.models import (
     Thread,
     User,
 )
+from fakediscord.fake_time import FakeClock
+from fakediscord.ids import Snowflakes
+from fakediscord.messages import Attachment, Message
 from fakediscord.permissions import (
     DM_DEFAULT,
     EVERYONE_DEFAULT,

@@ -9,7 +9,6 @@ with a reason, and the SQLite run still happens, unless ``BRRRBOT_REQUIRE_POSTGR
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,20 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.db import migrate
 from bot.db.engine import ensure_data_dir, make_engine, parse_url, sqlite_path
-from tests.postgres_server import BACKENDS, PostgresServer, Unavailable
-
-REQUIRE_ENV = "BRRRBOT_REQUIRE_POSTGRES"
+from tests.postgres_server import BACKENDS, PostgresServer, started_postgres
 
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
-    try:
-        server = PostgresServer()
-        server.start()
-    except Unavailable as exc:
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{REQUIRE_ENV}=1 but {exc}")
-        pytest.skip(str(exc))
+    server = started_postgres()
     yield server
     server.stop()
 

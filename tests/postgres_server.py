@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from bot.db import migrate
 from bot.db.engine import make_engine
@@ -199,3 +200,19 @@ class PostgresServer:
         finally:
             await connection.close()
         return self.url(name)
+
+
+REQUIRE_ENV = "BRRRBOT_REQUIRE_POSTGRES"
+
+
+def started_postgres() -> PostgresServer:
+    """A fresh throwaway server, started; skips the test where PostgreSQL is not installed,
+    fails it instead under ``BRRRBOT_REQUIRE_POSTGRES=1`` (CI)."""
+    try:
+        server = PostgresServer()
+        server.start()
+    except Unavailable as exc:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{REQUIRE_ENV}=1 but {exc}")
+        pytest.skip(str(exc))
+    return server

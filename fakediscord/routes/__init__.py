@@ -5,16 +5,24 @@ from __future__ import annotations
 from aiohttp import web
 
 from fakediscord.routes import (
-    cdn,
+    attachment_bytes,
     channels,
-    commands,
+    command_routes,
     identity,
-    interactions,
-    members,
+    interaction_replies,
+    member_roles,
     threads,
 )
 
 
 def add_routes(app: web.Application) -> None:
-    for module in (identity, channels, threads, members, commands, interactions, cdn):
+    for module in (
+        identity,
+        channels,
+        threads,
+        member_roles,
+        command_routes,
+        interaction_replies,
+        attachment_bytes,
+    ):
         app.add_routes(module.routes)

@@ -6,7 +6,7 @@ from aiohttp import web
 
 from fakediscord import errors
 from fakediscord.context import Context
-from fakediscord.models import Channel
+from fakediscord.entities import Channel
 from fakediscord.permissions import Permission
 
 

@@ -15,9 +15,9 @@ from aiohttp import web
 from fakediscord import errors
 from fakediscord.bodies import read_json
 from fakediscord.context import context_of
+from fakediscord.entities import ARCHIVE_DURATIONS, TEXT_CHANNEL
 from fakediscord.errors import FormErrors
 from fakediscord.middleware import API_PREFIX
-from fakediscord.models import ARCHIVE_DURATIONS, TEXT_CHANNEL
 from fakediscord.permissions import Permission
 from fakediscord.responses import json_response
 from fakediscord.routes.access import require, visible_channel

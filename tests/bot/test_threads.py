@@ -16,7 +16,7 @@ import pytest_asyncio
 
 from bot.daily_threads import OPENER
 from fakediscord import Permission
-from fakediscord.models import Thread
+from fakediscord.entities import Thread
 from tests.bot.conftest import MONDAY, World, start_world
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

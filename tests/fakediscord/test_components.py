@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from fakediscord import Reply
-from fakediscord.interactions import RESPONSE_DEADLINE
+from fakediscord.interaction_rules import RESPONSE_DEADLINE
 from tests.fakediscord.conftest import Scene, running_bot
 from tests.fakediscord.sample_bot import SampleBot
 

@@ -7,7 +7,7 @@ from typing import Any
 import aiohttp
 
 from fakediscord import InteractionHandle
-from fakediscord.interactions import RESPONSE_DEADLINE, TOKEN_LIFETIME
+from fakediscord.interaction_rules import RESPONSE_DEADLINE, TOKEN_LIFETIME
 from tests.fakediscord.conftest import Scene
 from tests.fakediscord.sample_bot import SampleBot
 

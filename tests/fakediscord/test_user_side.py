@@ -7,7 +7,7 @@ import aiohttp
 import pytest
 
 from fakediscord import Permission
-from fakediscord.models import MIB
+from fakediscord.entities import MIB
 from tests.fakediscord.conftest import Scene
 from tests.fakediscord.sample_bot import SampleBot
 

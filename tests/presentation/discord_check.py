@@ -8,7 +8,7 @@ from typing import Any
 from discord import Embed
 
 from fakediscord.errors import FormErrors
-from fakediscord.limits import check_message
+from fakediscord.send_limits import check_message
 
 
 def problems(*, content: str | None = None, embeds: Sequence[Embed] = ()) -> dict[str, Any]:

@@ -33,7 +33,7 @@ import pytest
 
 from bot.db.engine import SQLITE_BUSY_TIMEOUT_MS
 from bot.outage import UNAVAILABLE_REPLY
-from tests.postgres_server import PostgresServer, Unavailable
+from tests.postgres_server import PostgresServer, started_postgres
 from tests.system.conftest import Backend, System, start_system, until
 
 #: the presence beat is every 10 s: a loop's warning or recovery may take one beat to show
@@ -43,13 +43,7 @@ BEAT_WAIT_S = 25.0
 @pytest.fixture
 def own_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server this test alone stops and starts (the suite's is shared)."""
-    try:
-        server = PostgresServer()
-        server.start()
-    except Unavailable as exc:
-        if os.environ.get("BRRRBOT_REQUIRE_POSTGRES") == "1":  # as the suite's own server
-            pytest.fail(f"BRRRBOT_REQUIRE_POSTGRES=1 but {exc}")
-        pytest.skip(str(exc))
+    server = started_postgres()
     try:
         yield server
     finally:

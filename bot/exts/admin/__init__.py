@@ -16,7 +16,7 @@ from bot.app import BrrrBot
 from bot.exts.admin.content import ContentCommands, DraftButton
 from bot.exts.admin.export import ExportCommands
 from bot.exts.admin.grading import GradingCommands
-from bot.exts.admin.posts import PostCommands
+from bot.exts.admin.post_now import PostCommands
 from bot.exts.admin.roles import RoleCommands
 from bot.exts.admin.setup import SetupCommands
 from bot.exts.admin.tokens import TokenCommands

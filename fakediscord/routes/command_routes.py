@@ -8,9 +8,9 @@ from fakediscord import errors
 from fakediscord.bodies import read_json
 from fakediscord.context import Context, context_of
 from fakediscord.errors import FormErrors
-from fakediscord.limits import check_commands
 from fakediscord.middleware import API_PREFIX
 from fakediscord.responses import json_response
+from fakediscord.send_limits import check_commands
 
 routes = web.RouteTableDef()
 GLOBAL = API_PREFIX + "/applications/{application_id}/commands"

@@ -16,8 +16,7 @@ from fakediscord import errors
 from fakediscord.bodies import Body, read_body
 from fakediscord.context import Context, context_of
 from fakediscord.errors import ApiError, FormErrors
-from fakediscord.interactions import InteractionRecord, Kind, Reply
-from fakediscord.limits import check_choices, check_modal
+from fakediscord.interaction_rules import InteractionRecord, Kind, Reply
 from fakediscord.messages import (
     CHAT_INPUT_COMMAND,
     DEFAULT,
@@ -27,6 +26,7 @@ from fakediscord.messages import (
 )
 from fakediscord.middleware import API_PREFIX
 from fakediscord.responses import json_response, no_content
+from fakediscord.send_limits import check_choices, check_modal
 
 routes = web.RouteTableDef()
 CALLBACK = API_PREFIX + "/interactions/{interaction_id}/{token}/callback"

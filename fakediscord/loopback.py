@@ -19,24 +19,22 @@ from typing import Any, Protocol, Self
 from aiohttp import web
 
 from fakediscord.authoring import post_as
-from fakediscord.cdn import ROOT as CDN_ROOT
-from fakediscord.cdn import Cdn
 from fakediscord.changes import Changes
-from fakediscord.clock import FakeClock
-from fakediscord.commands import CommandRegistry, RegisteredCommand
+from fakediscord.command_registry import CommandRegistry, RegisteredCommand
 from fakediscord.composer import Composer
 from fakediscord.context import CONTEXT, Context
+from fakediscord.entities import Channel, Guild, Member, Role, Thread, User
 from fakediscord.envelope import envelope
+from fakediscord.fake_time import FakeClock
 from fakediscord.faults import Fault, FaultPlan
 from fakediscord.gateway import PRIVILEGED, Gateway, Session
 from fakediscord.handle import InteractionHandle
 from fakediscord.ids import Snowflakes, new_token
-from fakediscord.interactions import InteractionRecord, InteractionRegistry
+from fakediscord.interaction_rules import InteractionRecord, InteractionRegistry
 from fakediscord.invocations import Draft, Invoker, Ref, Upload, ref_id
 from fakediscord.journal import Journal, RequestRecord, RoleWrite
 from fakediscord.messages import Message
 from fakediscord.middleware import API_PREFIX, discord_middleware
-from fakediscord.models import Channel, Guild, Member, Role, Thread, User
 from fakediscord.permissions import EVERYONE_DEFAULT
 from fakediscord.ratelimits import (
     DEFAULT_POLICY,
@@ -48,6 +46,8 @@ from fakediscord.ratelimits import (
 )
 from fakediscord.role_changes import edit_role, set_member_role
 from fakediscord.routes import add_routes
+from fakediscord.signed_urls import ROOT as CDN_ROOT
+from fakediscord.signed_urls import Cdn
 from fakediscord.world import World
 
 

@@ -12,7 +12,7 @@ import hmac
 import secrets
 from urllib.parse import quote
 
-from fakediscord.clock import FakeClock
+from fakediscord.fake_time import FakeClock
 
 ROOT = "/cdn"
 PATH = ROOT + "/attachments"

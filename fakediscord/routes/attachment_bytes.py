@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from fakediscord.cdn import PATH
 from fakediscord.context import context_of
+from fakediscord.signed_urls import PATH
 
 routes = web.RouteTableDef()
 
