@@ -13,8 +13,26 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot import audit
 from bot.content import Quest, version_hash
+from bot.curriculum import drafts
 from bot.db.dialect import upsert
 from bot.db.models import Guild, GuildQuest, QuestSchedule
+
+
+async def publish_draft(
+    session: AsyncSession,
+    *,
+    guild_id: int,
+    quest: Quest,
+    draft_id: int,
+    actor_user_id: int,
+    now: datetime,
+) -> None:
+    """Publish a previewed quest and forget its draft in one transaction, so the moderator is
+    told the truth whatever fails: both happened, or neither."""
+    await publish_quest(
+        session, guild_id=guild_id, quest=quest, actor_user_id=actor_user_id, now=now
+    )
+    await drafts.delete_draft(session, draft_id)
 
 
 async def publish_quest(

@@ -14,6 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 from bot.errors import DatabaseError
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
+#: how long a new PostgreSQL connection may take (asyncpg's default is 60 s): a server that
+#: does not answer at all (a host gone, packets dropped) is an outage after this, reported and
+#: retried like a refused connect, instead of holding a member's command or a verdict a minute
+CONNECT_TIMEOUT_S = 5.0
 READ_ONLY_OPTION = "brrrbot_read_only"
 BEGIN_WRITE = "BEGIN IMMEDIATE"
 BEGIN_READ = "BEGIN DEFERRED"
@@ -92,12 +96,15 @@ def make_engine(url: str, **kwargs: Any) -> AsyncEngine:
     (``pool_pre_ping``): after the server restarted, every pooled connection is dead, and
     without the ping the first statement of each would fail (a worker's verdict write among
     them) instead of the pool quietly opening a new one.  SQLite's connections are a local
-    file's and never die that way.
+    file's and never die that way.  A new PostgreSQL connection gives up after
+    ``CONNECT_TIMEOUT_S``.
     """
     parsed = parse_url(url)
     ensure_data_dir(parsed)
     if parsed.get_backend_name() != "sqlite":
         kwargs.setdefault("pool_pre_ping", True)
+    if parsed.get_driver_name() == "asyncpg":
+        kwargs.setdefault("connect_args", {}).setdefault("timeout", CONNECT_TIMEOUT_S)
     try:
         engine = create_async_engine(parsed, **kwargs)
     except ImportError as exc:

@@ -38,9 +38,9 @@ async def _run(engine: AsyncEngine, fn: Any, *args: Any, schema_change: bool = F
         async with engine.begin() as connection:
             return await connection.run_sync(fn, *args)
     except OperationalError as exc:
-        raise DatabaseError(f"cannot open the database {_safe_url(engine)}: {exc.orig}") from None
+        raise DatabaseError(f"cannot open the database {_safe_url(engine)}: {exc.orig}") from exc
     except OSError as exc:
-        raise DatabaseError(f"cannot open the database {_safe_url(engine)}: {exc}") from None
+        raise DatabaseError(f"cannot open the database {_safe_url(engine)}: {exc}") from exc
     except SQLAlchemyError as exc:
         raise DatabaseError(f"database {_safe_url(engine)}: {exc}") from None
 

@@ -10,6 +10,7 @@ code verdicts.
 from __future__ import annotations
 
 import logging
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import discord
@@ -21,6 +22,7 @@ from bot.app import BrrrBot
 from bot.content import Question, QuizTask, TaskRef
 from bot.content.quiz_grading import grade_quiz
 from bot.exts.common import display_name, find_task, guild_id_of, task_autocomplete
+from bot.exts.error_replies import answer_error
 from bot.presentation.limits import truncate
 from bot.presentation.verdicts import verdict_text
 from bot.progress.awards import award_self_report, award_verdict
@@ -57,6 +59,9 @@ class QuizModal(discord.ui.Modal):
             self.flow.answers[question_id] = field.value
         await self.flow.next(interaction)
 
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
+        await answer_error(interaction, error, "quiz answers")
+
 
 class ContinueView(discord.ui.View):
     def __init__(self, flow: QuizFlow) -> None:
@@ -69,6 +74,11 @@ class ContinueView(discord.ui.View):
             await interaction.response.send_message("This quiz is someone else's.", ephemeral=True)
             return
         await interaction.response.send_modal(self.flow.modal())
+
+    async def on_error(
+        self, interaction: discord.Interaction, error: Exception, item: discord.ui.Item[Any]
+    ) -> None:
+        await answer_error(interaction, error, "quiz Continue")
 
 
 class QuizFlow:

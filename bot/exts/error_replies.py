@@ -6,9 +6,9 @@ the database being away (``bot.outage``: down, restarting, locked past the busy 
 in the words of ``UNAVAILABLE_REPLY``, "nothing was saved" (every command's writes are one
 transaction that an outage rolls back; the database error is raised before its commit);
 anything else is logged with a short reference and the member sees only
-"something went wrong (ref XYZ)", ephemerally.  Buttons and selects (``AnswersErrors``) get the
-same treatment: discord.py only logs their errors, and the member would see "This interaction
-failed".
+"something went wrong (ref XYZ)", ephemerally.  Buttons and selects (``AnswersErrors``), modals
+and views (``answer_error``) get the same treatment: discord.py only logs their errors, and the
+member would see "This interaction failed", or a reply thinking forever.
 """
 
 from __future__ import annotations
@@ -70,6 +70,15 @@ async def _unexpected(interaction: discord.Interaction, error: BaseException, wh
     await reply_ephemeral(interaction, _storage_message(error, ref) or _GENERIC.format(ref))
 
 
+async def answer_error(interaction: discord.Interaction, error: Exception, what: str) -> None:
+    """An error of a button, select or modal, answered like a command's: discord.py only logs
+    those, and the member would be left with "This interaction failed" or endless thinking."""
+    if isinstance(error, UserFacingError):
+        await reply_ephemeral(interaction, str(error))
+    else:
+        await _unexpected(interaction, error, what)
+
+
 class AnswersErrors:
     """Mixed in before ``discord.ui.DynamicItem``: the item's ``clicked`` runs, and any error
     is answered like a command's instead of leaving the click unanswered."""
@@ -81,10 +90,8 @@ class AnswersErrors:
         with log_context(guild_id=interaction.guild_id):
             try:
                 await self.clicked(interaction)
-            except UserFacingError as error:
-                await reply_ephemeral(interaction, str(error))
             except Exception as error:
-                await _unexpected(interaction, error, f"component {type(self).__name__}")
+                await answer_error(interaction, error, f"component {type(self).__name__}")
 
 
 async def name_the_guild(interaction: discord.Interaction) -> bool:

@@ -70,22 +70,22 @@ class Privacy(
         name="hide", description="Leave the leaderboards, weekly posts and charts"
     )
     async def hide(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)  # before the write
         changed = await self.bot.services.write(
             privacy.hide,
             guild_id=guild_id_of(interaction),
             user_id=interaction.user.id,
             display_name=display_name(interaction.user),
         )
-        await interaction.response.send_message(
-            HIDDEN if changed else ALREADY_HIDDEN, ephemeral=True
-        )
+        await interaction.edit_original_response(content=HIDDEN if changed else ALREADY_HIDDEN)
 
     @app_commands.command(name="show", description="Appear on the leaderboards again")
     async def show(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
         changed = await self.bot.services.write(
             privacy.show, guild_id=guild_id_of(interaction), user_id=interaction.user.id
         )
-        await interaction.response.send_message(SHOWN if changed else NOT_HIDDEN, ephemeral=True)
+        await interaction.edit_original_response(content=SHOWN if changed else NOT_HIDDEN)
 
     @app_commands.command(name="export", description="Everything the bot keeps about you, as JSON")
     async def export(self, interaction: discord.Interaction) -> None:

@@ -199,8 +199,9 @@ class PageButton(
     async def clicked(self, interaction: discord.Interaction) -> None:
         cog = bot_of(interaction).get_cog("Progress")
         assert isinstance(cog, Progress)
+        await interaction.response.defer()  # before the board is read
         embed, view = await cog.board_page(interaction, self.period, self.page)
-        await interaction.response.edit_message(embed=embed, view=view)
+        await interaction.edit_original_response(embed=embed, view=view)
 
 
 def page_buttons(page: Page) -> discord.ui.View:

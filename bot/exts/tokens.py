@@ -38,6 +38,7 @@ class Tokens(commands.GroupCog, group_name="token", group_description="Your pers
 
     @app_commands.command(name="new", description="Get a personal API token for brrrbot submit")
     async def new(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)  # before the write
         token = await self.bot.services.write(
             tokens.issue,
             guild_id_of(interaction),
@@ -45,10 +46,11 @@ class Tokens(commands.GroupCog, group_name="token", group_description="Your pers
             display_name(interaction.user),
             clock.now(),
         )
-        await interaction.response.send_message(usage_text(token), ephemeral=True)
+        await interaction.edit_original_response(content=usage_text(token))
 
     @app_commands.command(name="revoke", description="Revoke your personal API token")
     async def revoke(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
         revoked = await self.bot.services.write(
             tokens.revoke, guild_id_of(interaction), interaction.user.id, clock.now()
         )
@@ -57,7 +59,7 @@ class Tokens(commands.GroupCog, group_name="token", group_description="Your pers
             if revoked
             else "You have no live API token here; `/token new` gives you one."
         )
-        await interaction.response.send_message(text, ephemeral=True)
+        await interaction.edit_original_response(content=text)
 
 
 async def setup(bot: BrrrBot) -> None:

@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.background import Backoff, RetryPolicy
 from bot.db import presence
 from bot.db.engine import make_sessionmaker
+from bot.db.migrate import require_current
 from bot.db.models import Submission
 from bot.jobs import heartbeat, queue
 from bot.jobs.capabilities import Capabilities, Peaks
@@ -215,6 +216,12 @@ class Worker:
         """
         self.peaks = await self._measure_peaks()
         try:
+            # A database away at start (the host booted first, the server restarting) is
+            # waited for like a later outage, the roofline already measured: exiting would
+            # leave the first verdict after its return to the supervisor's growing backoff.
+            await self.outage.retry(
+                "checking the schema", lambda: require_current(self.engine), stop
+            )
             await self.outage.retry(
                 "pruning heartbeats", lambda: heartbeat.prune(self.sessions), stop
             )

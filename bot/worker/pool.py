@@ -22,7 +22,6 @@ from contextlib import closing
 from bot.background import Backoff
 from bot.config import DeviceChoice, Settings
 from bot.db.engine import make_engine
-from bot.db.migrate import require_current
 from bot.errors import UserError
 from bot.jobs import verdict_pipe
 from bot.jobs.capabilities import Capabilities
@@ -127,7 +126,6 @@ async def _run_one(settings: Settings, *, insecure: bool) -> int:
             engine, zygote, capabilities=capabilities, lease_s=float(settings.lease_seconds)
         )
         try:
-            await require_current(engine)
             await worker.run(stop)
         finally:
             await engine.dispose()

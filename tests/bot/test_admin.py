@@ -106,7 +106,9 @@ async def test_quest_add_preview_publish_and_disable(world: World) -> None:
     preview = await handle.wait_for(lambda m: bool(m.components), timeout=10)
     assert "Publish this quest" in preview.content
     click = await world.fake.click_button(preview, _custom_id(preview, "Publish"))
-    assert "Published `go-brrrr-again`" in (await click.original()).content
+    # the click is acknowledged at once (a deferred update); its answer then edits the preview
+    published = await click.wait_for(lambda m: not m.components, timeout=10)
+    assert "Published `go-brrrr-again`" in published.content
     shown = await world.slash(world.learner(), "quest", quest="go-brrrr-again")
     assert "Go Brrrr, again" in _text(await shown.original())
     disable = await world.slash(world.owner, "admin quest-disable", quest="go-brrrr-again")
@@ -273,7 +275,7 @@ async def _publish(world: World, text: str) -> None:
     handle = await world.slash(world.owner, "admin quest-add", file=("added.yaml", text.encode()))
     preview = await handle.wait_for(lambda m: bool(m.components), timeout=10)
     click = await world.fake.click_button(preview, _custom_id(preview, "Publish"))
-    assert "Published" in (await click.original()).content
+    assert "Published" in (await click.wait_for(lambda m: not m.components, timeout=10)).content
 
 
 async def test_an_added_quests_build_task_is_graded_and_regraded(world: World) -> None:

@@ -71,7 +71,8 @@ async def test_buttons_work_after_a_restart_that_does_not_sync_commands(world: W
     grant = await world.slash(world.owner, "admin xp", member=clicker, amount=1, reason="seed")
     await grant.original()
     click = await world.fake.click_button(first, _custom_id(first, "Next ▶"), user=clicker)
-    second = await click.original()
+    # acknowledged at once (a deferred update), then the page is edited in
+    second = await click.wait_for(lambda m: "Page 2/" in m.embeds[0]["footer"]["text"])
     assert "Page 2/2" in second.embeds[0]["footer"]["text"]
     assert "`#11`" in second.embeds[0]["description"]
     # the own-place line is the clicker's, not that of whoever ran /leaderboard
@@ -80,7 +81,8 @@ async def test_buttons_work_after_a_restart_that_does_not_sync_commands(world: W
     assert labels == {"◀ Previous": False, "Next ▶": True}
 
     publish = await world.fake.click_button(preview, _custom_id(preview, "Publish"))
-    assert "Published `after-restart`" in (await publish.original()).content
+    published = await publish.wait_for(lambda m: not m.components)
+    assert "Published `after-restart`" in published.content
     shown = await world.slash(world.learner(), "quest", quest="after-restart")
     assert "Matmul, once more" in _text(await shown.original())
     assert _drafts(world) == []
@@ -92,7 +94,7 @@ async def test_an_expired_preview_says_so_and_loses_its_buttons(world: World) ->
     assert len(_drafts(world)) == 1
     world.set_time(_now(world) + timedelta(minutes=15, seconds=1))
     click = await world.fake.click_button(preview, _custom_id(preview, "Publish"))
-    answer = await click.original()
+    answer = await click.wait_for(lambda m: not m.components)
     assert answer.content == EXPIRED and answer.ephemeral
     assert "(15 minutes)" in answer.content and not answer.components
     assert _drafts(world) == []  # deleted on the click

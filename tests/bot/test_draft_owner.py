@@ -20,20 +20,26 @@ from bot.exts.admin.content import EXPIRED, NOT_YOURS, ContentCommands
 GUILD, UPLOADER, OTHER = 5, 6, 7
 
 
-class Response:
-    def __init__(self) -> None:
+class Click:
+    """A click the button already acknowledged (a deferred update): the cog answers it by
+    editing the preview or with an ephemeral follow-up."""
+
+    def __init__(self, user_id: int) -> None:
+        self.guild_id = GUILD
+        self.user = SimpleNamespace(id=user_id)
         self.sent: list[tuple[str, bool]] = []
         self.edits: list[dict[str, Any]] = []
+        self.followup = SimpleNamespace(send=self._send)
 
-    async def send_message(self, content: str, *, ephemeral: bool = False) -> None:
+    async def _send(self, content: str, *, ephemeral: bool = False) -> None:
         self.sent.append((content, ephemeral))
 
-    async def edit_message(self, **fields: Any) -> None:
+    async def edit_original_response(self, **fields: Any) -> None:
         self.edits.append(fields)
 
 
 def _click(user_id: int) -> Any:
-    return SimpleNamespace(guild_id=GUILD, user=SimpleNamespace(id=user_id), response=Response())
+    return Click(user_id)
 
 
 async def test_someone_else_is_refused_and_the_draft_stays(engine: AsyncEngine) -> None:
@@ -56,12 +62,12 @@ async def test_someone_else_is_refused_and_the_draft_stays(engine: AsyncEngine) 
     for handle in (cog.publish_draft, cog.cancel_draft):
         click = _click(OTHER)
         await handle(click, draft.key)
-        assert click.response.sent == [(NOT_YOURS, True)] and not click.response.edits
+        assert click.sent == [(NOT_YOURS, True)] and not click.edits
     mine = _click(UPLOADER)
     await cog.cancel_draft(mine, draft.key)
-    assert mine.response.edits == [
+    assert mine.edits == [
         {"content": "Cancelled; nothing changed.", "embeds": [], "view": None}
     ]
     again = _click(UPLOADER)
     await cog.publish_draft(again, draft.key)  # gone now: answered as expired, buttons removed
-    assert again.response.edits == [{"content": EXPIRED, "embeds": [], "view": None}]
+    assert again.edits == [{"content": EXPIRED, "embeds": [], "view": None}]

@@ -243,7 +243,7 @@ async def test_leaderboard_pages(world: World) -> None:
         if c.get("label") == "Next ▶"
     )
     click = await world.fake.click_button(first, next_id)
-    second = await click.original()
+    second = await click.wait_for(lambda m: "Page 2/" in m.embeds[0]["footer"]["text"])
     assert "Page 2/" in second.embeds[0]["footer"]["text"]
     assert "`#11`" in second.embeds[0]["description"]
 

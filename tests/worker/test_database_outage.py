@@ -16,6 +16,7 @@ import asyncio
 import re
 import signal
 import subprocess
+import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,10 +28,17 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.db.engine import make_engine, make_sessionmaker
+from bot.db.engine import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    make_engine,
+    make_sessionmaker,
+    parse_url,
+    sqlite_path,
+)
 from bot.db.models import GradingJob, Submission, WorkerHeartbeat
 from bot.db.states import FINISHED
 from bot.worker.wakeup import Wakeup
+from tests.outages import held_write_lock, refused
 from tests.postgres_server import PostgresServer
 from tests.support import SOLUTIONS, add_member, queue_submission, start_worker
 
@@ -209,3 +217,121 @@ async def test_a_dropped_listen_connection_is_reestablished(url: str, pg: AsyncE
             await add_member(session)
             await queue_submission(session)
         await asyncio.wait_for(waiting, 10)  # woken by the job's NOTIFY on the new connection
+
+
+class _Log:
+    """A worker's log (its stderr), read as it is written, so a test can wait for a line."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self.lines.append("")  # the end: nothing more will come
+            self._changed.notify_all()
+
+    def _seen(self, text: str) -> bool:
+        return any(text in line for line in self.lines) or self.lines[-1:] == [""]
+
+    async def until(self, text: str, timeout: float) -> None:
+        def wait() -> None:
+            with self._changed:
+                self._changed.wait_for(lambda: self._seen(text), timeout)
+
+        await asyncio.to_thread(wait)
+        assert any(text in line for line in self.lines), f"no {text!r} in:\n{self.text()[-4000:]}"
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def stop(self) -> int:
+        """SIGTERM; the exit code once the worker and its log have ended."""
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout=60)
+        self._reader.join(timeout=30)
+        return code
+
+
+async def _first_verdict_s(engine: AsyncEngine, worker: subprocess.Popen[str]) -> float:
+    """Queue one quick job now; the seconds until its verdict is recorded."""
+    start = time.monotonic()
+    async with make_sessionmaker(engine)() as session, session.begin():
+        await add_member(session, 1)
+        await queue_submission(session, (SOLUTIONS / "correct.py").read_bytes(), member_id=1)
+    done = select(func.count()).select_from(Submission).where(Submission.status == "passed")
+    await _until("the first verdict", lambda: _is(engine, done, 1), [worker], 60)
+    return time.monotonic() - start
+
+
+async def test_a_worker_started_during_an_outage_waits_for_the_database_then_grades(
+    postgres_server: PostgresServer, url: str, pg: AsyncEngine, tmp_path: Path
+) -> None:
+    """A worker host that boots before the database: the worker waits instead of exiting (an
+    exit would leave it to the supervisor's backoff, up to a minute), and grades at once."""
+    postgres_server.pause()
+    try:
+        assert await refused(postgres_server)
+        print("OUTAGE: the worker starts while the server is stopped", flush=True)
+        worker = start_worker(url, tmp_path, WORKER_DEVICE="cpu")
+        log = _Log(worker)
+        await log.until("the database does not answer (checking the schema", 180)
+        assert worker.poll() is None, log.text()[-4000:]
+    finally:
+        postgres_server.resume()
+    back = time.monotonic()
+    try:
+        first_s = await _first_verdict_s(pg, worker)
+        since_back_s = time.monotonic() - back
+    finally:
+        code = log.stop()
+        print("--- worker log ---\n" + log.text()[-6000:])  # shown on failure
+    print(f"\nfirst verdict {since_back_s:.2f} s after the database returned ({first_s:.2f} s job)")
+    assert code == 0, log.text()[-4000:]
+    assert since_back_s < RECOVERY_S, log.text()[-4000:]
+    assert log.text().count("the database answers again") == 1
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_a_worker_outlasts_sqlites_lock_held_past_the_busy_timeout(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Another process holds SQLite's write lock longer than the busy timeout while a worker
+    grades: the verdict it computed meanwhile is kept and recorded once the lock lifts,
+    and the job is graded once."""
+    engine = make_engine(database_url)
+    worker = start_worker(database_url, tmp_path, WORKER_DEVICE="cpu")
+    log = _Log(worker)
+    try:
+        beating = select(func.count()).select_from(WorkerHeartbeat)
+        await _until("the worker ready", lambda: _is(engine, beating, 1), [worker], 180)
+        await _queue(engine, range(1, 2))
+        running = select(func.count()).select_from(GradingJob).where(GradingJob.status == "running")
+        await _until("the job running", lambda: _is(engine, running, 1), [worker], 60)
+        database = sqlite_path(parse_url(database_url))
+        assert database is not None
+        async with held_write_lock(database):
+            print("OUTAGE: SQLite's write lock held while the worker grades", flush=True)
+            await log.until("the database does not answer", SQLITE_BUSY_TIMEOUT_MS / 1000 + 60)
+        released = time.monotonic()
+        done = select(func.count()).select_from(Submission).where(Submission.status == "passed")
+        await _until("the verdict", lambda: _is(engine, done, 1), [worker], 60)
+        recorded_s = time.monotonic() - released
+        async with make_sessionmaker(engine)() as session:
+            attempts = list((await session.execute(select(GradingJob.attempts))).scalars())
+    finally:
+        code = log.stop()
+        await engine.dispose()
+    print(f"\nverdict recorded {recorded_s:.2f} s after the lock lifted")
+    assert code == 0, log.text()[-4000:]
+    assert attempts == [1]
+    assert len(GRADED.findall(log.text())) == 1, log.text()[-4000:]
+    assert recorded_s < RECOVERY_S, log.text()[-4000:]

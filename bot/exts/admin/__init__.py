@@ -3,6 +3,12 @@
 Registered with ``default_member_permissions`` = Manage Server, and checked again here on every
 call (discord.py does not, and server admins can override command permissions): Manage Server or
 the configured moderator role.
+
+Every /admin answer is ephemeral, and the check acknowledges the interaction (deferred, "thinking")
+before its first database read: a database that is slow to answer (SQLite's write lock held by
+another process makes a write wait up to its busy timeout) must not outlast Discord's 3 s, or the
+moderator would see "This interaction failed" instead of what happened.  The commands then answer
+with ``shared.reply``.
 """
 
 from __future__ import annotations
@@ -44,11 +50,18 @@ class Admin(
         super().__init__()
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        await interaction.response.defer(ephemeral=True, thinking=True)
         guild_id = guild_id_of(interaction)
         member = interaction.user
         manage = isinstance(member, discord.Member) and member.guild_permissions.manage_guild
         roles = [role.id for role in getattr(member, "roles", [])]
-        guild = await self.bot.services.guild(guild_id)
+        try:
+            guild = await self.bot.services.guild(guild_id)
+        except Exception as exc:
+            # discord.py hands only AppCommandErrors from a check to the tree's error handler;
+            # anything else (the database away) it logs, and the moderator would be left waiting
+            assert interaction.command is not None
+            raise app_commands.CommandInvokeError(interaction.command, exc) from exc
         if guilds.is_moderator(manage_guild=manage, role_ids=roles, guild=guild):
             return True
         raise app_commands.CheckFailure(

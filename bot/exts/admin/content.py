@@ -12,10 +12,10 @@ import discord
 from discord import app_commands
 
 from bot import clock
-from bot.content import Quest, check_quest_text
+from bot.content import check_quest_text
 from bot.content.problems import Problem
 from bot.curriculum import drafts, map_edits
-from bot.exts.admin.shared import AdminBase
+from bot.exts.admin.shared import AdminBase, reply
 from bot.exts.common import UserFacingError, bot_of, find_quest, guild_id_of, quest_autocomplete
 from bot.exts.error_replies import AnswersErrors
 from bot.presentation.limits import batch_embeds, truncate
@@ -45,7 +45,6 @@ class ContentCommands(AdminBase):
             raise UserFacingError(
                 f"That file is over {MAX_QUEST_YAML // 1024} KiB; a quest is smaller."
             )
-        await interaction.response.defer(ephemeral=True, thinking=True)
         try:
             text = (await file.read()).decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -89,13 +88,21 @@ class ContentCommands(AdminBase):
         if quest is None:
             await self.bot.services.write(drafts.delete_draft, draft.id)
             heading = "The quest no longer passes the checks, so nothing was published:"
-            await interaction.response.edit_message(
+            await interaction.edit_original_response(
                 content=_problems_message(heading, problems), embeds=[], view=None
             )
             return
-        await self.publish(interaction, quest)
-        await self.bot.services.write(drafts.delete_draft, draft.id)
-        await interaction.response.edit_message(
+        guild_id = guild_id_of(interaction)
+        await self.bot.services.write(
+            map_edits.publish_draft,
+            guild_id=guild_id,
+            quest=quest,
+            draft_id=draft.id,
+            actor_user_id=interaction.user.id,
+            now=clock.now(),
+        )
+        self.bot.services.forget_map(guild_id)
+        await interaction.edit_original_response(
             content=f"Published `{quest.id}`: it is on this server's map now.",
             embeds=[],
             view=None,
@@ -106,7 +113,7 @@ class ContentCommands(AdminBase):
         if draft is None:
             return
         await self.bot.services.write(drafts.delete_draft, draft.id)
-        await interaction.response.edit_message(
+        await interaction.edit_original_response(
             content="Cancelled; nothing changed.", embeds=[], view=None
         )
 
@@ -115,23 +122,12 @@ class ContentCommands(AdminBase):
         (the preview says so and loses its buttons) or someone else's."""
         draft = await self.bot.services.write(drafts.open_draft, key, now=clock.now())
         if draft is None:
-            await interaction.response.edit_message(content=EXPIRED, embeds=[], view=None)
+            await interaction.edit_original_response(content=EXPIRED, embeds=[], view=None)
             return None
         if (draft.guild_id, draft.moderator_user_id) != (interaction.guild_id, interaction.user.id):
-            await interaction.response.send_message(NOT_YOURS, ephemeral=True)
+            await interaction.followup.send(NOT_YOURS, ephemeral=True)
             return None
         return draft
-
-    async def publish(self, interaction: discord.Interaction, quest: Quest) -> None:
-        guild_id = guild_id_of(interaction)
-        await self.bot.services.write(
-            map_edits.publish_quest,
-            guild_id=guild_id,
-            quest=quest,
-            actor_user_id=interaction.user.id,
-            now=clock.now(),
-        )
-        self.bot.services.forget_map(guild_id)
 
     @app_commands.command(name="quest-disable", description="Remove a quest from this server's map")
     @app_commands.describe(quest="the quest to disable")
@@ -147,9 +143,7 @@ class ContentCommands(AdminBase):
             now=clock.now(),
         )
         self.bot.services.forget_map(guild_id)
-        await interaction.response.send_message(
-            f"`{found.id}` is no longer on this server's map.", ephemeral=True
-        )
+        await reply(interaction, f"`{found.id}` is no longer on this server's map.")
 
     @app_commands.command(name="schedule", description="Post a given quest on a given date")
     @app_commands.describe(quest="the quest", date="local date, YYYY-MM-DD")
@@ -178,9 +172,7 @@ class ContentCommands(AdminBase):
             now=clock.now(),
         )
         self.bot.services.forget_map(guild_id)
-        await interaction.response.send_message(
-            f"`{found.id}` will be the quest of {day.isoformat()}.", ephemeral=True
-        )
+        await reply(interaction, f"`{found.id}` will be the quest of {day.isoformat()}.")
 
 
 class DraftButton(
@@ -189,7 +181,9 @@ class DraftButton(
     template=r"brrr:draft:(?P<action>publish|cancel):(?P<key>[0-9]{1,18}-[0-9]{1,12})",
 ):
     """Publish or Cancel under a quest-add preview.  The draft's key is in the custom id and the
-    quest in the database, so a click works after a restart."""
+    quest in the database, so a click works after a restart.  A click is acknowledged before
+    the draft is read (its answer edits the preview): a slow database cannot outlast Discord's
+    3 s."""
 
     def __init__(self, action: DraftAction, key: str) -> None:
         label, style = _DRAFT_BUTTONS[action]
@@ -208,6 +202,7 @@ class DraftButton(
     async def clicked(self, interaction: discord.Interaction) -> None:
         cog = bot_of(interaction).get_cog("Admin")
         assert isinstance(cog, ContentCommands)
+        await interaction.response.defer()
         if self.action == "publish":
             await cog.publish_draft(interaction, self.key)
         else:

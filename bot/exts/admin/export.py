@@ -44,7 +44,6 @@ def export_files(data: GuildExport) -> list[discord.File]:
 class ExportCommands(AdminBase):
     @app_commands.command(name="export", description="The leaderboard and the XP ledger as CSV")
     async def export(self, interaction: discord.Interaction) -> None:
-        await interaction.response.defer(ephemeral=True, thinking=True)
         data = await self.bot.services.read(guild_export, guild_id_of(interaction))
         await interaction.edit_original_response(
             content=(

@@ -6,7 +6,7 @@ import discord
 from discord import app_commands
 
 from bot.delivery.failures import failed_deliveries
-from bot.exts.admin.shared import AdminBase
+from bot.exts.admin.shared import AdminBase, reply
 from bot.exts.common import guild_id_of
 from bot.intake.regrade import regrade as regrade_submission
 from bot.intake.submission_input import UploadLimits
@@ -28,17 +28,13 @@ class GradingCommands(AdminBase):
             limits=UploadLimits.of(self.bot.services.settings),
             moderator_user_id=interaction.user.id,
         )
-        await interaction.response.send_message(
+        await reply(
+            interaction,
             f"Submission #{submission} is queued for grading again; the member gets the new "
             "verdict by DM, and XP follows the better of the two.",
-            ephemeral=True,
         )
 
     @app_commands.command(name="deliveries", description="Verdicts the bot gave up delivering")
     async def deliveries(self, interaction: discord.Interaction) -> None:
         failed = await self.bot.services.read(failed_deliveries, guild_id_of(interaction))
-        await interaction.response.send_message(
-            failed_deliveries_text(failed),
-            ephemeral=True,
-            allowed_mentions=discord.AllowedMentions.none(),
-        )
+        await reply(interaction, failed_deliveries_text(failed))

@@ -27,13 +27,17 @@ class PostCommands(AdminBase):
         chosen = None
         if quest:
             chosen = find_quest(await self.bot.services.guild_map(guild.id), quest)
-        await interaction.response.defer(ephemeral=True, thinking=True)
         try:
             posted = await posting(self.bot).post_daily(guild, chosen)
         except PostFailed as exc:
             raise UserFacingError(str(exc)) from None
-        await self._audit(interaction, "post-quest", f"message:{posted.message_id}", quest=quest)
-        await interaction.edit_original_response(content=f"Posted: {_jump_url(guild.id, posted)}")
+        await self._done_and_audited(
+            interaction,
+            f"Posted: {_jump_url(guild.id, posted)}",
+            "post-quest",
+            f"message:{posted.message_id}",
+            quest=quest,
+        )
 
     @app_commands.command(name="post-leaderboard", description="Post the weekly leaderboard now")
     @app_commands.describe(week="ISO week like 2026-W48 (default: last week)")
@@ -52,14 +56,15 @@ class PostCommands(AdminBase):
                     f"`{truncate(week, 20)}` is not a week like 2026-W48."
                 ) from None
             period = week_of(monday, tz)
-        await interaction.response.defer(ephemeral=True, thinking=True)
         try:
             posted = await posting(self.bot).post_weekly(guild, period)
         except PostFailed as exc:
             raise UserFacingError(str(exc)) from None
-        await self._audit(interaction, "post-leaderboard", f"week:{period.key}")
-        await interaction.edit_original_response(
-            content=f"Posted week {period.key}: {_jump_url(guild.id, posted)}"
+        await self._done_and_audited(
+            interaction,
+            f"Posted week {period.key}: {_jump_url(guild.id, posted)}",
+            "post-leaderboard",
+            f"week:{period.key}",
         )
 
 

@@ -9,9 +9,8 @@ from discord import app_commands
 
 from bot import clock
 from bot.exts.admin.role_checks import unmanageable_role
-from bot.exts.admin.shared import AdminBase
+from bot.exts.admin.shared import AdminBase, reply
 from bot.exts.common import UserFacingError, guild_id_of
-from bot.presentation.limits import CONTENT, truncate
 from bot.progress import level_roles
 from bot.progress.level_roles import MAX_LEVEL, LevelRoleRefused, Listing
 
@@ -56,7 +55,7 @@ class RoleCommands(AdminBase):
                 f" It replaces <@&{added.replaced_role_id}> for level {level}: I take that "
                 "one back from the members I gave it to."
             )
-        await _reply(interaction, text)
+        await reply(interaction, text)
 
     @roles_group.command(name="remove", description="Stop giving a level's role")
     @app_commands.describe(level="the level whose role to remove")
@@ -82,14 +81,14 @@ class RoleCommands(AdminBase):
             if removed.queued
             else f"Nobody holds {role} from me, so nothing else changes."
         )
-        await _reply(interaction, f"Level {level} no longer gives {role}. {taking}")
+        await reply(interaction, f"Level {level} no longer gives {role}. {taking}")
 
     @roles_group.command(name="list", description="The level roles, who holds them, and errors")
     async def roles_list(self, interaction: discord.Interaction) -> None:
         listing = await self.bot.services.read(
             level_roles.list_level_roles, guild_id_of(interaction)
         )
-        await _reply(interaction, listing_text(listing))
+        await reply(interaction, listing_text(listing))
 
     @roles_group.command(name="mode", description="Keep every level role reached, or the top one")
     @app_commands.describe(mode="stack: every level role reached; highest: only the highest")
@@ -113,7 +112,7 @@ class RoleCommands(AdminBase):
             text += " (It already was.)"
         elif change.queued:
             text += f" Updating the roles of {_members(change.queued)} in the background."
-        await _reply(interaction, text)
+        await reply(interaction, text)
 
 
 def listing_text(listing: Listing) -> str:
@@ -144,9 +143,3 @@ def _backfill(queued: int, level: int) -> str:
 
 def _members(count: int) -> str:
     return f"{count:,} member" + ("" if count == 1 else "s")
-
-
-async def _reply(interaction: discord.Interaction, text: str) -> None:
-    await interaction.response.send_message(
-        truncate(text, CONTENT), ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
-    )

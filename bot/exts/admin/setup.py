@@ -11,7 +11,7 @@ from discord import app_commands
 from bot import clock, guilds
 from bot.db.models import Guild
 from bot.exts.admin.role_checks import unmanageable_role
-from bot.exts.admin.shared import AdminBase
+from bot.exts.admin.shared import AdminBase, reply
 from bot.exts.common import UserFacingError, guild_id_of
 from bot.progress.post_times import parse_post_time
 
@@ -113,11 +113,7 @@ class SetupCommands(AdminBase):
         except guilds.SetupRefused as exc:
             raise UserFacingError(str(exc)) from None
         self._schedule().wake()
-        await interaction.response.send_message(
-            _summary(guild),
-            ephemeral=True,
-            allowed_mentions=discord.AllowedMentions.none(),
-        )
+        await reply(interaction, _summary(guild))
 
     @staticmethod
     def _channel(

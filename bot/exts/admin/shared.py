@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import discord
 
 from bot import audit
@@ -9,6 +11,19 @@ from bot.app import BrrrBot
 from bot.db.models import Guild
 from bot.exts.common import UserFacingError, guild_id_of
 from bot.exts.schedule import Schedule
+from bot.outage import describe, is_database_unavailable
+from bot.presentation.limits import CONTENT, truncate
+
+log = logging.getLogger(__name__)
+#: said after what was done when its audit entry could not be written
+NOT_AUDITED = "The audit log could not record it: the bot's database is unavailable right now."
+
+
+async def reply(interaction: discord.Interaction, text: str) -> None:
+    """Fill the /admin answer the group's check deferred (ephemeral), mentioning nobody."""
+    await interaction.edit_original_response(
+        content=truncate(text, CONTENT), allowed_mentions=discord.AllowedMentions.none()
+    )
 
 
 class AdminBase:
@@ -21,17 +36,32 @@ class AdminBase:
         assert isinstance(cog, Schedule)
         return cog
 
-    async def _audit(
-        self, interaction: discord.Interaction, action: str, target: str, **details: object
+    async def _done_and_audited(
+        self,
+        interaction: discord.Interaction,
+        done: str,
+        action: str,
+        target: str,
+        **details: object,
     ) -> None:
-        await audit.record(
-            self.bot.services.sessions,
-            guild_id=guild_id_of(interaction),
-            actor_user_id=interaction.user.id,
-            action=action,
-            target=target,
-            details=details,
-        )
+        """Record in the audit log what was done outside the database (a post sent), then say
+        ``done``; if the database is away by then, say that the post stands unrecorded rather
+        than that nothing happened."""
+        try:
+            await audit.record(
+                self.bot.services.sessions,
+                guild_id=guild_id_of(interaction),
+                actor_user_id=interaction.user.id,
+                action=action,
+                target=target,
+                details=details,
+            )
+        except Exception as exc:
+            if not is_database_unavailable(exc):
+                raise
+            log.warning("%s done but not audited: database unavailable: %s", action, describe(exc))
+            done += f" {NOT_AUDITED}"
+        await reply(interaction, done)
 
     async def _configured(self, interaction: discord.Interaction) -> Guild:
         guild = await self.bot.services.guild(guild_id_of(interaction))

@@ -6,7 +6,7 @@ import discord
 from discord import app_commands
 
 from bot import clock
-from bot.exts.admin.shared import AdminBase
+from bot.exts.admin.shared import AdminBase, reply
 from bot.exts.common import guild_id_of
 from bot.rest_api import tokens
 
@@ -27,6 +27,4 @@ class TokenCommands(AdminBase):
             if revoked
             else f"{member.mention} has no live API token."
         )
-        await interaction.response.send_message(
-            text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
-        )
+        await reply(interaction, text)

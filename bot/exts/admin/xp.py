@@ -8,7 +8,7 @@ import discord
 from discord import app_commands
 
 from bot import clock
-from bot.exts.admin.shared import AdminBase
+from bot.exts.admin.shared import AdminBase, reply
 from bot.exts.common import UserFacingError, display_name, guild_id_of
 from bot.presentation.safety import no_pings
 from bot.progress.grants import grant_to_user
@@ -50,9 +50,8 @@ class XpCommands(AdminBase):
         clamped = ""
         if result.applied != result.requested:
             clamped = f" (asked {result.requested:+,}; a total cannot go below 0)"
-        await interaction.response.send_message(
+        await reply(
+            interaction,
             f"{result.applied:+,} XP for {member.mention}{clamped}: their total is now "
             f"{result.new_total:,}. Reason: {no_pings(reason)}",
-            ephemeral=True,
-            allowed_mentions=discord.AllowedMentions.none(),
         )
