@@ -66,11 +66,14 @@ async def _reply(world: World, user: User, command: str, **options: object) -> s
     return reply.content
 
 
-async def _xp(world: World, learner: User, amount: int) -> None:
+async def _xp(world: World, learner: User, amount: int, total: int) -> None:
+    """Grant ``amount`` by ``/admin xp``; ``total`` is the learner's total it must give."""
     text = await _reply(
         world, world.owner, "admin xp", member=learner, amount=amount, reason="roles test"
     )
-    assert f"{amount:+,} XP" in text or "cannot go below 0" in text, text
+    assert text == (
+        f"{amount:+,} XP for <@{learner.id}>: their total is now {total:,}. Reason: roles test"
+    )
 
 
 def _holds(roles: Roles, learner: User) -> set[int]:
@@ -89,8 +92,8 @@ async def _until(check: Callable[[], bool], what: str, timeout: float = ROLE_WAI
 async def test_a_new_level_role_is_backfilled_to_members_already_there(roles: Roles) -> None:
     world = roles.world
     there, below = world.learner(), world.learner()
-    await _xp(world, there, 60)
-    await _xp(world, below, 40)
+    await _xp(world, there, 60, total=60)
+    await _xp(world, below, 40, total=40)
     text = await _reply(world, world.owner, "admin roles add", level=2, role=roles.apprentice)
     assert f"Members who reach level 2 now get <@&{roles.apprentice.id}>" in text
     assert "already at level 2 will get it in the background" in text
@@ -103,9 +106,9 @@ async def test_admin_xp_crossing_the_level_gives_the_role_and_a_revoke_takes_it(
 ) -> None:
     world = roles.world
     learner = world.learner()
-    await _xp(world, learner, 55)
+    await _xp(world, learner, 55, total=55)
     await _until(lambda: _holds(roles, learner) == {roles.apprentice.id}, "the level-up")
-    await _xp(world, learner, -10)
+    await _xp(world, learner, -10, total=45)
     await _until(lambda: _holds(roles, learner) == set(), "the role taken back")
     removals = [
         w for w in world.fake.role_writes(world.guild) if w.user_id == learner.id and not w.added
@@ -140,7 +143,7 @@ async def test_a_role_the_bot_cannot_give_is_refused_or_reported(roles: Roles) -
     # A moderator later drags the level role above the bot's: Discord refuses with 50013.
     await world.fake.update_role(roles.adept, position=BOT_ROLE_POSITION + 10)
     learner = world.learner()
-    await _xp(world, learner, 300)
+    await _xp(world, learner, 300, total=300)
     await _until(lambda: _holds(roles, learner) == {roles.apprentice.id}, "the lower role")
     await _until(
         lambda: any(
@@ -170,7 +173,9 @@ async def test_the_champion_role_moves_to_each_weeks_first_place(roles: Roles) -
     text = await _reply(world, world.owner, "admin setup", **{"champion-role": roles.champion})
     assert f"Champion role: <@&{roles.champion.id}>" in text
     first, second = world.learner(), world.learner()
-    await _xp(world, first, 9000)  # week 1's first place, far ahead of the other tests' members
+    await _xp(
+        world, first, 9000, total=9000
+    )  # week 1's first place, far ahead of the other tests' members
 
     await world.at(MONDAY + timedelta(days=7) + POST_TIME)
     post = _weekly_post(world, 1)
@@ -178,7 +183,7 @@ async def test_the_champion_role_moves_to_each_weeks_first_place(roles: Roles) -
     assert not post.pings.users
     await _until(lambda: roles.champion.id in _holds(roles, first), "week 1's champion")
 
-    await _xp(world, second, 9500)  # week 2
+    await _xp(world, second, 9500, total=9500)  # week 2
     await world.at(MONDAY + timedelta(days=14) + POST_TIME)
     post = _weekly_post(world, 2)
     assert f"🏆 Champion of the week: <@{second.id}>" in post.embeds[0]["description"]

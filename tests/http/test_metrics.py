@@ -4,6 +4,7 @@ the counters the code increments, and the cost of a scrape at 100k members."""
 from __future__ import annotations
 
 import hashlib
+import json
 import statistics
 import time
 from collections.abc import AsyncIterator
@@ -16,8 +17,8 @@ import discord
 import pytest
 from discord import app_commands
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import insert, update
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy import event, insert, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot import clock
 from bot.db import migrate
@@ -26,7 +27,7 @@ from bot.db.models import GradingJob, Guild, Member, Submission, WorkerHeartbeat
 from bot.exts.metrics_events import MetricsEvents
 from bot.http.health import HealthCheck
 from bot.http.server import METRICS_CONTENT_TYPE, listening, make_app
-from bot.metrics import METRICS, Metrics, Scrape
+from bot.metrics import METRICS, Metrics, Scrape, read_queue_state
 from tests.delivery.test_outcomes import Clock, FakeTransport, Scene, Store, passed
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -256,6 +257,63 @@ async def test_outcomes_observe_delivered_verdicts_and_failed_tries(engine: Asyn
     assert delta(histogram + "_bucket", status="passed", le="60.0") == 0
     assert delta(histogram + "_bucket", status="passed", le="120.0") == 1
     assert delta("brrrbot_delivery_failures_total", stage="deliver") == 1
+
+
+async def test_every_scrape_query_is_an_index_search(engine: AsyncEngine) -> None:
+    """A scrape costs the queue and the fleet, never the history: each query it sends is
+    planned as a search of an index (SQLite's EXPLAIN QUERY PLAN), or on PostgreSQL, with
+    sequential scans disabled (a planner scans a small table anyway), has an index condition
+    and no scan of a whole table."""
+    sent: list[tuple[str, Any]] = []
+
+    def record(*args: Any) -> None:
+        _, _, statement, parameters, _, _ = args
+        if statement.lstrip().upper().startswith("SELECT"):
+            sent.append((statement, parameters))
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        async with make_sessionmaker(engine, read_only=True)() as session:
+            await read_queue_state(session, clock.now())
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
+    tables = {"grading_jobs", "worker_heartbeats"}
+    assert sorted(next(t for t in tables if f"FROM {t}" in s) for s, _ in sent) == sorted(tables)
+    async with engine.connect() as connection:
+        for statement, parameters in sent:
+            if engine.dialect.name == "sqlite":
+                searches = await _sqlite_plan(connection, statement, parameters)
+                assert searches and all(
+                    d.startswith(("SEARCH grading_jobs USING ", "SEARCH worker_heartbeats USING "))
+                    and " INDEX " in d
+                    for d in searches
+                ), (statement, searches)
+            else:
+                nodes = await _postgres_plan(connection, statement, parameters)
+                assert [n for n in nodes if n["Node Type"] == "Seq Scan"] == [], (statement, nodes)
+                assert any("Index Cond" in n for n in nodes), (statement, nodes)
+
+
+async def _sqlite_plan(connection: AsyncConnection, statement: str, parameters: Any) -> list[str]:
+    """The plan's steps that read a table (a temporary B-tree for GROUP BY reads none)."""
+    rows = await connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
+    return [detail for *_, detail in rows if not detail.startswith("USE TEMP B-TREE")]
+
+
+async def _postgres_plan(
+    connection: AsyncConnection, statement: str, parameters: Any
+) -> list[dict[str, Any]]:
+    """Every node of the plan PostgreSQL makes when it may not scan a table sequentially."""
+    await connection.exec_driver_sql("SET enable_seqscan = off")
+    (plan,) = (
+        await connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {statement}", parameters)
+    ).one()
+    nodes, todo = [], [(json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]]
+    while todo:
+        node = todo.pop()
+        nodes.append(node)
+        todo.extend(node.get("Plans", ()))
+    return nodes
 
 
 MEMBERS = 100_000

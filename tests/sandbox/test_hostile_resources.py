@@ -14,6 +14,7 @@ scheduled late on a loaded two-core machine, far below the limit being tested.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import time
 import uuid
@@ -24,6 +25,7 @@ import torch
 from sandbox.api import MiB
 from sandbox.client import Zygote
 from sandbox.supervise import REAP_S
+from sandbox.turns import TensorShape, TurnSpec
 from tests.sandbox.support import ADD, FAST, add_call, reports, request, to_tensor
 
 LATE_S = 1.0
@@ -159,6 +161,29 @@ while True:
     hard = limits.cpu_s + 1
     assert (limits.cpu_s + hard) / 2 < result.cpu_s < hard + 0.5
     assert result.wall_s < limits.wall_s
+
+
+def test_a_timed_job_sees_one_core_and_cannot_widen_it(sandbox: Zygote) -> None:
+    """A speed trial's job is pinned before its code runs, to the highest core this process
+    may use (where the learner and the reference take turns), and may not leave it."""
+    source = """
+import os
+print("AFFINITY", *sorted(os.sched_getaffinity(0)), flush=True)
+try:
+    os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+except OSError as exc:
+    print("widen refused", type(exc).__name__, flush=True)
+print("AFFINITY", *sorted(os.sched_getaffinity(0)), flush=True)
+def add(a, b):
+    return a + b
+"""
+    shape = TensorShape("float32", (3, 4))
+    with sandbox.turn(TurnSpec(source, "turn.py", "add", FAST, "cpu", (shape, shape))) as turn:
+        assert turn.loaded, turn.over
+    printed = turn.end().stdout
+    core = str(max(os.sched_getaffinity(0)))
+    assert reports(printed, "AFFINITY") == [core, core], printed
+    assert reports(printed, "widen refused") == ["PermissionError"]
 
 
 def test_sleeping_forever_hits_the_wall_limit(sandbox: Zygote) -> None:

@@ -25,15 +25,40 @@ def test_grade_correct_file_passes(tmp_path: Path) -> None:
     assert result.stdout.count("✓") == 6
 
 
+CORRECT = tuple(f"matmul_{f}: correct results" for f in ("loops", "dot", "columns"))
+OWN = tuple(f"matmul_{f}: builds the product itself" for f in ("loops", "dot", "columns"))
+
+
 @pytest.mark.parametrize(
-    ("name", "check"),
+    ("name", "failed", "check", "message"),
     [
-        ("wrong_values.py", "max abs error"),
-        ("wrong_list.py", "list"),
-        ("cheat_operator.py", "whole-matrix product"),
+        (
+            "wrong_values.py",
+            {*CORRECT, *OWN},  # the own-work checks wait for right results
+            CORRECT[0],
+            "failed 14 of 14 cases. square 2x2 @ 2x2, float32: 4 of 4 entries wrong at (0, 0): "
+            "expected 19, got 5 (max abs error 32). ",
+        ),
+        (
+            "wrong_list.py",
+            {*CORRECT, *OWN},  # matmul_dot and matmul_columns are matmul_loops
+            CORRECT[0],
+            "failed 14 of 14 cases. square 2x2 @ 2x2, float32: returned a list; build and "
+            "return a torch.Tensor instead. ",
+        ),
+        (
+            "cheat_operator.py",
+            set(OWN),
+            OWN[0],
+            "matmul_loops uses a whole-matrix product (line 7 `return A @ B`: the @ operator is "
+            "a matrix product; while it ran, torch recorded torch.Tensor.matmul). Build it with "
+            "three nested loops, C[i, j] += A[i, p] * B[p, j].",
+        ),
     ],
 )
-def test_grade_json_failed(name: str, check: str, tmp_path: Path) -> None:
+def test_grade_json_failed(
+    name: str, failed: set[str], check: str, message: str, tmp_path: Path
+) -> None:
     result = run_cli(
         "grade", str(SOLUTIONS / name), "--task", TASK, "--json", cwd=tmp_path, env=ENV
     )
@@ -42,9 +67,10 @@ def test_grade_json_failed(name: str, check: str, tmp_path: Path) -> None:
     assert {"task", "status", "score", "checks", "feedback", "duration_s", "device"} <= set(verdict)
     assert verdict["task"] == TASK and verdict["status"] == "failed"
     assert 0 <= verdict["score"] < 1 and verdict["device"] == "cpu"
-    failed = [c for c in verdict["checks"] if not c["passed"]]
-    assert failed and all({"name", "passed", "message"} <= set(c) for c in verdict["checks"])
-    assert any(check in c["message"] for c in failed), failed
+    assert all({"name", "passed", "message"} <= set(c) for c in verdict["checks"])
+    messages = {c["name"]: c["message"] for c in verdict["checks"] if not c["passed"]}
+    assert set(messages) == failed
+    assert messages[check].startswith(message), messages[check]
 
 
 def test_grade_list(tmp_path: Path) -> None:
@@ -54,19 +80,30 @@ def test_grade_list(tmp_path: Path) -> None:
     assert "shape-predictions" not in result.stdout  # quizzes are not graded from files
 
 
+LISTED = "`brrrbot grade --list` shows the gradable tasks"
+
+
 @pytest.mark.parametrize(
-    ("args", "words"),
+    ("target", "args", "words"),
     [
-        (["--task", "go-brrrr/nope"], "unknown task"),
-        (["--task", "go-brrrr/shape-predictions"], "quiz task"),
-        (["--task", TASK, "--json"], "cannot read"),
+        ("correct.py", ["--task", "go-brrrr/nope"], f"unknown task 'go-brrrr/nope'; {LISTED}"),
+        (
+            "correct.py",
+            ["--task", "go-brrrr/shape-predictions"],
+            f"go-brrrr/shape-predictions is a quiz task, not graded code; {LISTED}",
+        ),
+        (
+            "missing.py",
+            ["--task", TASK, "--json"],
+            "cannot read missing.py: No such file or directory",
+        ),
     ],
 )
-def test_grade_bad_input_exits_2(args: list[str], words: str, tmp_path: Path) -> None:
-    target = str(SOLUTIONS / "correct.py") if "cannot read" not in words else "missing.py"
-    result = run_cli("grade", target, *args, cwd=tmp_path, env=ENV)
+def test_grade_bad_input_exits_2(target: str, args: list[str], words: str, tmp_path: Path) -> None:
+    path = str(SOLUTIONS / target) if target == "correct.py" else target
+    result = run_cli("grade", path, *args, cwd=tmp_path, env=ENV)
     assert result.returncode == 2
-    assert words in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr == f"brrrbot: error: {words}\n"
 
 
 def test_grade_rejects_bad_files_before_grading(tmp_path: Path) -> None:
@@ -83,8 +120,9 @@ def test_grade_rejects_bad_files_before_grading(tmp_path: Path) -> None:
 def test_worker_check_reports_layers(tmp_path: Path) -> None:
     result = run_cli("worker", "--check", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    for layer in ("no network", "resource limits", "every process killed at job end"):
-        assert layer in result.stdout
+    for layer in ("no network", "resource limits (rlimits)", "every process killed at job end"):
+        # its row: active, required
+        assert re.search(rf"^{re.escape(layer)} +yes +yes +\S", result.stdout, re.MULTILINE), layer
     assert "minimum isolation (required layers): OK" in result.stdout
     roofline = re.search(
         r"^roofline: ([\d.]+) GB/s memory bandwidth \(STREAM triad\), (\d+) GFLOP/s float32 "
@@ -118,8 +156,15 @@ def test_grade_seed_replays_the_same_draw(tmp_path: Path) -> None:
     assert checks[0] != checks[2]  # another draw: other sizes and values
 
 
-@pytest.mark.parametrize("seed", ["-1", "abc", str(2**63)])
-def test_grade_refuses_a_seed_it_cannot_replay(seed: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("seed", "why"),
+    [
+        ("-1", "-1 is outside 0..2**63 - 1"),
+        ("abc", "'abc' is not a whole number"),
+        (str(2**63), f"{2**63} is outside 0..2**63 - 1"),
+    ],
+)
+def test_grade_refuses_a_seed_it_cannot_replay(seed: str, why: str, tmp_path: Path) -> None:
     result = run_cli(
         "grade",
         str(SOLUTIONS / "correct.py"),
@@ -131,18 +176,32 @@ def test_grade_refuses_a_seed_it_cannot_replay(seed: str, tmp_path: Path) -> Non
         env=ENV,
     )
     assert result.returncode == 2
-    assert "--seed" in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.endswith(f"\nbrrrbot grade: error: argument --seed: {why}\n")
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize(
     ("setup", "args", "words"),
     [
-        ("empty.py", ["empty.py", "--task", TASK], "empty"),
-        ("big.py", ["big.py", "--task", TASK], "big.py"),
-        ("", ["missing.py", "--task", TASK], "cannot read"),
-        ("ok.py", ["ok.py", "--task", "go-brrrr/nope"], "unknown task"),
-        ("", ["missing.py", "--task", TASK, "--seed", "-3"], "--seed"),
-        ("", ["missing.py"], "--task"),
+        ("empty.py", ["empty.py", "--task", TASK], "empty.py: `empty.py` is empty (0 bytes)."),
+        (
+            "big.py",
+            ["big.py", "--task", TASK],
+            "big.py: `big.py` is 11.4 MiB; the limit for .py files is 256 KiB.",
+        ),
+        ("", ["missing.py", "--task", TASK], "cannot read missing.py: No such file or directory"),
+        ("ok.py", ["ok.py", "--task", "go-brrrr/nope"], f"unknown task 'go-brrrr/nope'; {LISTED}"),
+        (
+            "",
+            ["missing.py", "--task", TASK, "--seed", "-3"],
+            "argument --seed: -3 is outside 0..2**63 - 1",
+        ),
+        (
+            "",
+            ["missing.py"],
+            "usage: brrrbot grade FILE --task QUEST/TASK [--seed N] [--json] [--watch] "
+            "[--no-trial] (or --list)",
+        ),
     ],
 )
 def test_grade_json_answers_every_input_error_in_json(
@@ -157,7 +216,7 @@ def test_grade_json_answers_every_input_error_in_json(
     result = run_cli("grade", *args, "--json", cwd=tmp_path, env=ENV)
     assert result.returncode == 2, result.stderr
     answer = json.loads(result.stdout)  # exactly one JSON object
-    assert answer["status"] == "rejected" and words in answer["message"], answer
+    assert answer == {"status": "rejected", "message": words}
     assert "Traceback" not in result.stderr
 
 
@@ -190,8 +249,10 @@ def test_no_trial_skips_the_speed_trial_and_says_so(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     verdict = json.loads(result.stdout)
     assert verdict["status"] == "passed" and verdict["speed"] is None
-    (note,) = [n for n in verdict["notes"] if "speed trial skipped" in n]
-    assert note.startswith("speed trial skipped (--no-trial): run `brrrbot grade ")
+    assert verdict["notes"] == [
+        f"speed trial skipped (--no-trial): run `brrrbot grade softmax_correct.py --task {task}` "
+        "to time softmax against the reference"
+    ]
 
 
 def test_a_learners_files_named_like_brrrbots_packages_change_nothing(tmp_path: Path) -> None:
@@ -209,6 +270,6 @@ def test_a_learners_files_named_like_brrrbots_packages_change_nothing(tmp_path: 
         text=True,
         timeout=120,
     )
-    assert "ran" not in result.stdout + result.stderr
+    assert "the learner's" not in result.stdout + result.stderr
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"{TASK}: Passed (score 1.00")

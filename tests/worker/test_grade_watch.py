@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -75,12 +76,11 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_watch_regrades_every_save_and_ctrl_c_leaves_no_process(tmp_path: Path) -> None:
-    solution = tmp_path / "matmul.py"
-    solution.write_bytes((SOLUTIONS / "correct.py").read_bytes())
+def _watch(tmp_path: Path, *args: str) -> subprocess.Popen[bytes]:
+    """`brrrbot grade ARGS --watch` in ``tmp_path``, as a terminal starts it."""
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO), "QUESTS_DIR": str(SEED_QUESTS)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bot", "grade", "matmul.py", "--task", TASK, "--watch"],
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot", "grade", *args, "--watch"],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -89,6 +89,12 @@ def test_watch_regrades_every_save_and_ctrl_c_leaves_no_process(tmp_path: Path) 
         # non-interactive shell runs with SIGINT ignored, and children inherit that
         preexec_fn=_interruptible,
     )
+
+
+def test_watch_regrades_every_save_and_ctrl_c_leaves_no_process(tmp_path: Path) -> None:
+    solution = tmp_path / "matmul.py"
+    solution.write_bytes((SOLUTIONS / "correct.py").read_bytes())
+    process = _watch(tmp_path, "matmul.py", "--task", TASK)
     try:
         lines = Lines(process)
         assert f" Passed {TASK} " in lines.verdict(120)
@@ -111,6 +117,28 @@ def test_watch_regrades_every_save_and_ctrl_c_leaves_no_process(tmp_path: Path) 
         assert [pid for pid in below if _alive(pid)] == []
         assert process.stderr is not None
         assert "Traceback" not in process.stderr.read().decode()
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_watch_on_a_speed_ranked_task_grades_without_the_trial(tmp_path: Path) -> None:
+    """The watch loop itself, on a task with a speed trial: a passing save gets a verdict
+    with no speed result and the one note that points at the plain grade (a trial run, or
+    one that could not start, would carry its own ``Speed`` note instead)."""
+    task = "transformer-internals/stable-softmax"
+    solution = SOLUTIONS / "transformer-internals" / "softmax_correct.py"
+    (tmp_path / "softmax.py").write_bytes(solution.read_bytes())
+    process = _watch(tmp_path, "softmax.py", "--task", task, "--json")
+    try:
+        verdict = json.loads(Lines(process).next(120))
+        assert (verdict["task"], verdict["status"], verdict["speed"]) == (task, "passed", None)
+        assert verdict["notes"] == [
+            "speed trial skipped while watching: run `brrrbot grade softmax.py --task "
+            f"{task}` to time softmax against the reference"
+        ]
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130
     finally:
         process.kill()
         process.wait()

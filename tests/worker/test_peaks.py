@@ -70,8 +70,16 @@ def test_a_failed_measurement_restores_affinity_and_threads(
 def test_measurements_on_one_core_take_turns(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """A pool's workers start together on one job core: one measures while the other waits."""
-    monkeypatch.setattr(peaks, "_triad_gbs", lambda array_bytes, repeat=1: 10.0)
+    """A pool's workers start together on one job core: one measures while the other waits,
+    blocked in the kernel on the core's lock (its waiter listed in /proc/locks) with nothing
+    measured yet."""
+    kernels: list[str] = []
+
+    def triad(array_bytes: int, repeat: int = 1) -> float:
+        kernels.append("triad")
+        return 10.0
+
+    monkeypatch.setattr(peaks, "_triad_gbs", triad)
     monkeypatch.setattr(peaks, "_matmul_gflops", lambda n: 20.0)
     core = max(os.sched_getaffinity(0))
     other = os.open(tmp_path / f"brrrbot-roofline-cpu{core}.lock", os.O_RDONLY | os.O_CREAT)
@@ -79,11 +87,32 @@ def test_measurements_on_one_core_take_turns(
     results: list[Peaks] = []
     measuring = threading.Thread(target=lambda: results.append(peaks.measure_peaks(core)))
     measuring.start()
-    measuring.join(0.3)
-    assert measuring.is_alive() and not results
-    os.close(other)
-    measuring.join(10)
+    try:
+        _wait_for(lambda: _lock_waiters(os.fstat(other).st_ino) == 1, timeout_s=10)
+        assert (kernels, results) == ([], [])
+    finally:
+        os.close(other)
+        measuring.join(10)
+    assert not measuring.is_alive()
     assert [(p.bandwidth_gbs, p.gflops) for p in results] == [(10.0, 20.0)]
+
+
+def _lock_waiters(inode: int) -> int:
+    """How many lockers /proc/locks lists as blocked (``->``) on the file ``inode``."""
+    lines = Path("/proc/locks").read_text().splitlines()
+    return sum(
+        1
+        for line in lines
+        if "->" in line.split()
+        and any(f.count(":") == 2 and f.endswith(f":{inode}") for f in line.split())
+    )
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout_s} s"
+        time.sleep(0.005)
 
 
 def test_current_measures_once_for_concurrent_callers(monkeypatch: pytest.MonkeyPatch) -> None:
