@@ -24,10 +24,11 @@ from bot import clock
 from bot.db import migrate
 from bot.db.engine import make_engine, make_sessionmaker
 from bot.db.models import GradingJob, Guild, Member, Submission, WorkerHeartbeat
+from bot.db.presence import RECENT_S
 from bot.exts.metrics_events import MetricsEvents
 from bot.http.health import HealthCheck
 from bot.http.server import METRICS_CONTENT_TYPE, listening, make_app
-from bot.metrics import METRICS, Metrics, Scrape, read_queue_state
+from bot.metrics import METRICS, LiveWorkers, Metrics, QueueState, Scrape, read_queue_state
 from tests.delivery.test_outcomes import Clock, FakeTransport, Scene, Store, passed
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -146,6 +147,27 @@ async def test_queue_jobs_and_workers_are_read_at_scrape_time(
     await requeue_running(sessions)  # the next scrape reads the database again
     samples = await scraper.samples()
     assert (samples[key("brrrbot_queue_depth")], samples[key("brrrbot_jobs_running")]) == (4, 0)
+
+
+async def test_an_idle_queue_reads_zero_and_the_live_window_includes_its_edge(
+    engine: AsyncEngine,
+) -> None:
+    """With no job at all the queue reads 0 queued and 0 running (no row counts them), and a
+    worker last seen exactly ``RECENT_S`` ago is still live; a millisecond earlier it is not."""
+    sessions = make_sessionmaker(engine)
+    now = clock.now()
+    window = timedelta(seconds=RECENT_S)
+    async with sessions() as session, session.begin():
+        edge, past = now - window, now - window - timedelta(milliseconds=1)
+        for name, seen in [("edge", edge), ("past", past)]:
+            session.add(
+                WorkerHeartbeat(
+                    name=name, host="h", cuda=False, started_at=past, last_seen_at=seen
+                )
+            )
+    async with sessions() as session:
+        state = await read_queue_state(session, now)
+    assert state == QueueState(queued=0, running=0, workers=(LiveWorkers("cpu", "", 1),))
 
 
 async def requeue_running(sessions: async_sessionmaker[AsyncSession]) -> None:

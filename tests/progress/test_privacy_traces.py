@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.db.engine import sqlite_path
 from bot.db.models import AuditEntry, RoleGrant, RoleSync, SpeedRecord, WeeklyChampion
+from bot.progress import privacy
 from bot.progress.grants import grant
 from bot.progress.level_roles import add_level_role
 from bot.progress.periods import week_key
@@ -230,3 +231,42 @@ async def test_a_deletion_names_the_anonymised_row_in_the_audit_rows_about_the_m
     grants = [(target, info["member_id"]) for action, target, info in rows if action == "xp.grant"]
     # ada's names her anonymised row; bob's still names bob
     assert grants == [(f"member:{ada}", ada), (f"user:{other}", bob)]
+
+
+def _speed_record(member_id: int, submission_id: int) -> SpeedRecord:
+    return SpeedRecord(
+        guild_id=GUILD_ID,
+        member_id=member_id,
+        submission_id=submission_id,
+        task_ref="q1/build",
+        device="cpu",
+        ratio=1.5,
+        learner_s=0.2,
+        reference_s=0.3,
+        spread=0.05,
+        pairs=21,
+        instrument=SPEED_INSTRUMENT,
+        board_ratio=1.4,
+    )
+
+
+async def test_a_deletion_takes_only_the_members_speed_records(world: World) -> None:
+    ada_user = snowflake()
+    ada, bob = await world.member(ada_user, NAME), await world.member(snowflake(), "Bob")
+    ada_submission = await submit(world, ada, b"print('ada')\n")
+    bob_submission = await submit(world, bob, b"print('bob')\n")
+    async with world.sessions() as session, session.begin():
+        session.add_all([_speed_record(ada, ada_submission), _speed_record(bob, bob_submission)])
+    await delete(world, ada_user)
+    async with world.sessions() as session:
+        kept = (await session.execute(select(SpeedRecord.member_id))).scalars().all()
+    assert kept == [bob]
+
+
+async def test_a_deletion_of_a_member_with_nothing_kept_counts_zeros(world: World) -> None:
+    """Found, but no submission, job or ledger row: each count is 0, not a default."""
+    user = snowflake()
+    await world.member(user, NAME)
+    assert await delete(world, user) == privacy.Deletion(
+        found=True, submissions=0, grading_jobs=0, ledger_rows_anonymised=0
+    )

@@ -85,18 +85,23 @@ async def test_a_moderators_revoke_is_audited_with_it(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     token = await _issue(sessions, GUILD_ID, USER)
+    revoked: list[bool] = []
+    audited: list[list[tuple[int, str, str | None]]] = []
     for _ in range(2):  # the second finds nothing live: no change, no audit row
         async with sessions() as session, session.begin():
-            await tokens.revoke_for_moderator(
-                session, GUILD_ID, USER, actor_user_id=MODERATOR, now=clock.now()
+            revoked.append(
+                await tokens.revoke_for_moderator(
+                    session, GUILD_ID, USER, actor_user_id=MODERATOR, now=clock.now()
+                )
             )
-    async with sessions() as session:
-        audited = (
-            await session.execute(
+        async with sessions() as session:
+            rows = await session.execute(
                 select(AuditEntry.actor_user_id, AuditEntry.action, AuditEntry.target)
             )
-        ).all()
-    assert audited == [(MODERATOR, "token-revoke", f"user:{USER}")]
+            audited.append([tuple(row) for row in rows])
+    assert revoked == [True, False]
+    # audited by the revoke itself, not by the call that found nothing
+    assert audited == [[(MODERATOR, "token-revoke", f"user:{USER}")]] * 2
     with pytest.raises(TokenRefused, match="revoked"):
         await _auth(sessions, token)
 
@@ -141,6 +146,16 @@ async def test_an_oversized_part_is_refused_before_it_is_parsed(
         await _auth(sessions, f"brrr_{server}_{secret}")
 
 
+async def test_an_empty_server_part_is_refused_as_not_a_token(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    """Shaped like a token but for the server part: ``int("", 36)`` would raise ValueError (a
+    500), so the empty part is refused before it is parsed."""
+    with pytest.raises(TokenRefused) as refused:
+        await _auth(sessions, "brrr__" + "a" * 43)
+    assert str(refused.value) == "this is not a brrrbot API token; get one with /token new"
+
+
 def test_the_largest_snowflake_fits_a_token() -> None:
     largest = 2**64 - 1
     digits = "3w5e11264sgsf"  # 2**64 - 1 in base 36, written out
@@ -155,6 +170,22 @@ async def test_a_token_edited_to_name_another_server_is_unknown(
     secret = token.split("_", 2)[2]
     with pytest.raises(TokenRefused, match="unknown token"):
         await _auth(sessions, f"brrr_{tokens.to_base36(OTHER_GUILD)}_{secret}")
+
+
+async def test_a_stored_hash_of_a_token_naming_another_server_is_refused(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    """The row found by hash must belong to the server the token names: a row whose hash
+    matches a token naming another server (a row written by hand, say) lets nobody in."""
+    issued = await _issue(sessions, OTHER_GUILD, USER)
+    forged = f"brrr_{tokens.to_base36(GUILD_ID)}_{issued.split('_', 2)[2]}"
+    async with sessions() as session, session.begin():
+        row = await session.get(ApiToken, (OTHER_GUILD, USER))
+        assert row is not None
+        row.token_sha256 = hashlib.sha256(forged.encode()).hexdigest()
+    with pytest.raises(TokenRefused) as refused:
+        await _auth(sessions, forged)
+    assert str(refused.value) == "unknown token; get a new one with /token new"
 
 
 async def test_status_is_the_callers_own_submission_only(
