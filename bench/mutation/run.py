@@ -94,10 +94,16 @@ def load_equivalents() -> dict[str, list[dict[str, str]]]:
 
 def copy_tree(destination: Path) -> None:
     """The checkout's tracked and untracked-but-not-ignored files (what the tests see)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, check=True, capture_output=True,
-    ).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for relative in filter(None, listed):
         source = ROOT / relative
         if source.is_file():
