@@ -42,7 +42,7 @@ async def _run(engine: AsyncEngine, fn: Any, *args: Any, schema_change: bool = F
     except OSError as exc:
         raise DatabaseError(f"cannot open the database {_safe_url(engine)}: {exc}") from exc
     except SQLAlchemyError as exc:
-        raise DatabaseError(f"database {_safe_url(engine)}: {exc}") from None
+        raise DatabaseError(f"database {_safe_url(engine)}: {exc}") from exc
 
 
 async def _run_sqlite_schema_change(engine: AsyncEngine, fn: Any, *args: Any) -> Any:
