@@ -65,9 +65,7 @@ async def test_someone_else_is_refused_and_the_draft_stays(engine: AsyncEngine) 
         assert click.sent == [(NOT_YOURS, True)] and not click.edits
     mine = _click(UPLOADER)
     await cog.cancel_draft(mine, draft.key)
-    assert mine.edits == [
-        {"content": "Cancelled; nothing changed.", "embeds": [], "view": None}
-    ]
+    assert mine.edits == [{"content": "Cancelled; nothing changed.", "embeds": [], "view": None}]
     again = _click(UPLOADER)
     await cog.publish_draft(again, draft.key)  # gone now: answered as expired, buttons removed
     assert again.edits == [{"content": EXPIRED, "embeds": [], "view": None}]

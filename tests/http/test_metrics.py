@@ -161,9 +161,7 @@ async def test_an_idle_queue_reads_zero_and_the_live_window_includes_its_edge(
         edge, past = now - window, now - window - timedelta(milliseconds=1)
         for name, seen in [("edge", edge), ("past", past)]:
             session.add(
-                WorkerHeartbeat(
-                    name=name, host="h", cuda=False, started_at=past, last_seen_at=seen
-                )
+                WorkerHeartbeat(name=name, host="h", cuda=False, started_at=past, last_seen_at=seen)
             )
     async with sessions() as session:
         state = await read_queue_state(session, now)

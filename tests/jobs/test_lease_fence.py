@@ -19,7 +19,8 @@ from tests.support import BUILD_TASK, add_member, queue_submission
 PASSED = Verdict(BUILD_TASK, "passed", 1.0, (Check("values", True, "match"),), "ok")
 CANNOT_GRADE = Verdict(BUILD_TASK, "error", 0.0, (), "this worker cannot grade the task")
 #: the instant the queue's clock is held at in the boundary tests
-INSTANT = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
+#: the queue's clock, held still: the real now, whole seconds
+INSTANT = datetime.now(UTC).replace(microsecond=0)
 
 
 async def _jobs(sessions: async_sessionmaker[AsyncSession], count: int) -> list[int]:

@@ -153,22 +153,7 @@ async def test_no_trace_of_a_deleted_member_once_the_role_sync_ran(
     code = f"# {user}'s own matmul\ndef matmul(a, b):\n    return a @ b\n".encode()
     submission = await submit(world, member, code)
     async with world.sessions() as session, session.begin():
-        session.add(
-            SpeedRecord(
-                guild_id=GUILD_ID,
-                member_id=member,
-                submission_id=submission,
-                task_ref="q1/build",
-                device="cpu",
-                ratio=1.5,
-                learner_s=0.2,
-                reference_s=0.3,
-                spread=0.05,
-                pairs=21,
-                instrument=SPEED_INSTRUMENT,
-                board_ratio=1.4,
-            )
-        )
+        session.add(_speed_record(member, submission))
     discord = Discord()
     store = Store(engine, world.sessions)
     assert (await drain(store, discord, now=lambda: NOW)).added == 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from bot.db.engine import SQLITE_BUSY_TIMEOUT_MS
 from bot.exts.admin.shared import NOT_AUDITED
 from bot.outage import UNAVAILABLE_REPLY
 from fakediscord import InteractionHandle, Message, Permission, Role
-from tests.bot.conftest import CORRECT, World, start_world
+from tests.bot.conftest import CORRECT, START, World, start_world
 from tests.bot.test_admin import ADDED_QUEST
 from tests.outages import held_write_lock, stopped_server
 from tests.postgres_server import PostgresServer, started_postgres
@@ -31,6 +32,8 @@ from tests.support import BUILD_TASK
 from tests.system.database import SystemDatabase
 
 QUIZ = "go-brrrr/shape-predictions"
+#: a day ahead of the bot's clock, for /admin schedule
+LATER_DAY = (START + timedelta(days=30)).date().isoformat()
 ANOTHER_QUEST = ADDED_QUEST.replace("id: matmul-again", "id: during-the-outage", 1).encode()
 EXERCISE = "go-brrrr/matrix-drill"
 #: what the bot writes on its own, whatever the members do (its heartbeat, the posts, roles)
@@ -157,7 +160,7 @@ CASES = [
         ),
     ),
     Case("admin quest-disable", "write", _slash("admin quest-disable", quest="go-brrrr")),
-    Case("admin schedule", "write", _slash("admin schedule", quest="go-brrrr", date="2099-01-01")),
+    Case("admin schedule", "write", _slash("admin schedule", quest="go-brrrr", date=LATER_DAY)),
     Case(
         "admin xp",
         "write",

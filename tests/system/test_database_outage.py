@@ -11,28 +11,24 @@ an outage exits 0 without blaming Discord.
 
 from __future__ import annotations
 
-import asyncio
 import collections
-import contextlib
 import os
 import re
 import signal
 import socket
-import sqlite3
-import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiohttp
-import asyncpg
 import pytest
 
 from bot.db.engine import SQLITE_BUSY_TIMEOUT_MS
 from bot.outage import UNAVAILABLE_REPLY
+from tests.outages import held_write_lock, refused, stopped_server
 from tests.postgres_server import PostgresServer, started_postgres
 from tests.system.conftest import Backend, System, start_system, until
 
@@ -54,17 +50,6 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-async def _refused(server: PostgresServer) -> bool:
-    try:
-        connection = await asyncpg.connect(
-            host="127.0.0.1", port=server.port, user="postgres", database="postgres", timeout=5
-        )
-    except OSError:
-        return True
-    await connection.close()
-    return False
 
 
 async def _healthz(port: int) -> tuple[int, str]:
@@ -93,16 +78,6 @@ def _per_loop(output: str, words: str) -> collections.Counter[str]:
     )
 
 
-@contextlib.asynccontextmanager
-async def _outage(server: PostgresServer) -> AsyncIterator[None]:
-    await asyncio.to_thread(server.pause)
-    try:
-        assert await _refused(server), "the server still accepts connections"
-        yield
-    finally:
-        await asyncio.to_thread(server.resume)
-
-
 async def test_an_outage_is_said_once_answered_clearly_and_survived_then_a_clean_stop(
     tmp_path: Path, own_server: PostgresServer
 ) -> None:
@@ -116,7 +91,7 @@ async def test_an_outage_is_said_once_answered_clearly_and_survived_then_a_clean
         await until(lambda: _healthz_sync_status(http_port) == 200, 30, "a healthy bot")
         member = system.learner()
 
-        async with _outage(own_server):
+        async with stopped_server(own_server):
             handle = await system.submit(member)
             assert await handle.acked() < 3.0
             reply = await handle.original(timeout=3.0)
@@ -130,7 +105,7 @@ async def test_an_outage_is_said_once_answered_clearly_and_survived_then_a_clean
                 "the presence loop to say the database is unavailable",
             )
         back = datetime.now(UTC)
-        assert not await _refused(own_server)
+        assert not await refused(own_server)
 
         def fresh() -> bool:
             seen = _alive_at(system)
@@ -153,7 +128,7 @@ async def test_an_outage_is_said_once_answered_clearly_and_survived_then_a_clean
         assert (await after.original(timeout=10)).content.startswith("Queued")
 
         # a second outage, and the operator stops the bot during it
-        async with _outage(own_server):
+        async with stopped_server(own_server):
             await until(
                 lambda: _healthz_sync_status(http_port) == 503,
                 10,
@@ -179,16 +154,6 @@ def _healthz_sync_status(port: int) -> int:
         return 0
 
 
-HOLD_LOCK = """
-import sqlite3, sys
-connection = sqlite3.connect(sys.argv[1], isolation_level=None)
-connection.execute("BEGIN IMMEDIATE")
-print("held", flush=True)
-sys.stdin.read()  # until the test closes our stdin
-connection.execute("ROLLBACK")
-"""
-
-
 async def test_sqlite_locked_past_the_busy_timeout_refuses_clearly_and_loses_nothing(
     tmp_path: Path,
 ) -> None:
@@ -199,30 +164,12 @@ async def test_sqlite_locked_past_the_busy_timeout_refuses_clearly_and_loses_not
         bot = await system.start_bot()
         await until(lambda: _alive_at(system), 30, "the bot's first beat")
         member = system.learner()
-        holder = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            HOLD_LOCK,
-            str(system.database),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-        )
-        try:
-            assert holder.stdout is not None and holder.stdin is not None
-            assert (await asyncio.wait_for(holder.stdout.readline(), 30)) == b"held\n"
-            probe = sqlite3.connect(system.database, isolation_level=None, timeout=0)
-            with pytest.raises(sqlite3.OperationalError, match="locked"):
-                probe.execute("BEGIN IMMEDIATE")  # the lock really is held
-            probe.close()
+        async with held_write_lock(system.database):  # proved held before the block runs
             handle = await system.submit(member)
             assert await handle.acked() < 3.0
             reply = await handle.original(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000 + 10)
             assert reply.content == UNAVAILABLE_REPLY
             assert system.query("SELECT count(*) FROM submissions") == [(0,)]
-        finally:
-            if holder.stdin is not None:
-                holder.stdin.close()
-            await asyncio.wait_for(holder.wait(), 30)
         after = await system.submit(member)
         assert (await after.original(timeout=15)).content.startswith("Queued")
         assert system.query("SELECT count(*) FROM submissions") == [(1,)]

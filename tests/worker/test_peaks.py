@@ -112,6 +112,7 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, f"not within {timeout_s} s"
+        # /proc/locks sends no notice when a waiter joins: polling it is the only way to see one
         time.sleep(0.005)
 
 
