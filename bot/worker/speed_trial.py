@@ -64,8 +64,8 @@ LOAD_TIMEOUT_S = 15.0
 #: measured peaks times this margin (the peaks are the host's best, measured by torch;
 #: a hand-written kernel may do a little better, never 1.5x)
 FLOOR_MARGIN = 1.5
-#: z for the two-sided 95% bound of the median the boards rank
-CONFIDENCE_Z = 1.96
+#: the boards rank the lower end of a two-sided 95% confidence interval of the median
+CONFIDENCE_TAIL = 0.025
 
 
 class TurnRunner(Protocol):
@@ -120,12 +120,18 @@ def shape_of(tensor: torch.Tensor) -> TensorShape:
     return TensorShape(str(tensor.dtype).removeprefix("torch."), tuple(tensor.shape))
 
 
-def lower_bound_of_median(values: list[float], z: float = CONFIDENCE_Z) -> float:
+def lower_bound_of_median(values: list[float], tail: float = CONFIDENCE_TAIL) -> float:
     """A distribution-free lower confidence bound of the median: the k-th smallest value,
-    k from the normal approximation of the binomial (n/2 - z·√n/2)."""
-    ordered = sorted(values)
-    k = math.floor(len(ordered) / 2 - z * math.sqrt(len(ordered)) / 2)
-    return ordered[max(k, 1) - 1]
+    k the largest for which fewer than k of n values fall below the median with probability
+    at most ``tail`` (Binomial(n, 1/2), summed exactly: no approximation at small n)."""
+    n = len(values)
+    k, below = 0, 0.0  # below: P(at most k values under the median)
+    while k < n:
+        below += math.comb(n, k) / 2**n
+        if below > tail:
+            break
+        k += 1
+    return sorted(values)[max(k, 1) - 1]
 
 
 def run_trial(
