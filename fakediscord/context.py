@@ -12,6 +12,7 @@ from fakediscord.composer import Composer
 from fakediscord.fake_time import FakeClock
 from fakediscord.faults import FaultPlan
 from fakediscord.gateway import Gateway
+from fakediscord.holds import Holds
 from fakediscord.ids import Snowflakes
 from fakediscord.interaction_rules import InteractionRegistry
 from fakediscord.journal import Journal
@@ -35,6 +36,7 @@ class Context:
     faults: FaultPlan
     journal: Journal
     ratelimits: RateLimits
+    holds: Holds = field(default_factory=Holds)
     #: exceptions raised inside the fake itself (its bugs, not Discord answers)
     crashes: list[Exception] = field(default_factory=list)
 

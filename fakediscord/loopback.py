@@ -3,9 +3,9 @@
 Tests build a world (servers, channels, users), start the fake, point
 discord.py at it (see ``launch.py``), then act as users (``invoke_slash``,
 ``click_button``...) and assert on what the bot did (messages, responses,
-requests). Faults (429/5xx, gateway drops) and the clock are theirs to steer.
-Mid-test changes a bot would hear of (role edits, its own roles) go through the
-``async`` methods, which announce them on the gateway as Discord does.
+requests). Faults (429/5xx, gateway drops, held responses) and the clock are theirs
+to steer. Mid-test changes a bot would hear of (role edits, its own roles) go through
+the ``async`` methods, which announce them on the gateway as Discord does.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from fakediscord.fake_time import FakeClock
 from fakediscord.faults import Fault, FaultPlan
 from fakediscord.gateway import PRIVILEGED, Gateway, Session
 from fakediscord.handle import InteractionHandle
+from fakediscord.holds import HeldResponse
 from fakediscord.ids import Snowflakes, new_token
 from fakediscord.interaction_rules import InteractionRecord, InteractionRegistry
 from fakediscord.invocations import Draft, Invoker, Ref, Upload, ref_id
@@ -173,6 +174,7 @@ class FakeDiscord:
         """Shut down; raises if the fake itself crashed meanwhile, so no bug of its hides."""
         if self._runner is None:
             return
+        self._ctx.holds.release_all()
         await self.gateway.close_all()
         await self._runner.cleanup()
         self._runner = None
@@ -537,6 +539,21 @@ class FakeDiscord:
 
     def clear_faults(self) -> None:
         self._ctx.faults.clear()
+
+    def hold_response(
+        self, route: str, *, when: Callable[[RequestRecord], bool] | None = None, after: int = 0
+    ) -> HeldResponse:
+        """Keep back the answer to the next request to ``route`` that ``when`` accepts (any, when
+        None), once ``after`` of them have gone through: the request is carried out and recorded,
+        and only its response waits until ``release()`` (or the fake stops).  ``taken(timeout)``
+        waits for that request, e.g. to kill the bot while it waits for the answer."""
+        self._check_route(route)
+        accepts = when or (lambda _: True)
+        hold = HeldResponse(
+            self._ctx.changes, lambda record: record.key == route and accepts(record), after
+        )
+        self._ctx.holds.add(hold)
+        return hold
 
     def _check_route(self, route: str) -> None:
         if route not in self.routes():

@@ -1,4 +1,4 @@
-"""What wraps every HTTP request: faults, auth, rate limits, error mapping, the journal.
+"""What wraps every HTTP request: faults, auth, rate limits, error mapping, the journal, holds.
 
 Handlers only raise ``ApiError`` and return data; this layer turns that into
 Discord's responses and records each request, so every route behaves alike.
@@ -47,19 +47,20 @@ async def discord_middleware(request: web.Request, handler: Handler) -> web.Stre
         response = _fault_response(fault)
     else:
         response = await _answer(request, handler, ctx, route, key)
-    ctx.journal.add(
-        RequestRecord(
-            method=request.method,
-            route=route,
-            path=request.path,
-            status=response.status,
-            at=ctx.clock.now(),
-            payload=request.get(PAYLOAD),
-            params=dict(request.match_info),
-            reason=_audit_reason(request),
-        )
+    record = RequestRecord(
+        method=request.method,
+        route=route,
+        path=request.path,
+        status=response.status,
+        at=ctx.clock.now(),
+        payload=request.get(PAYLOAD),
+        params=dict(request.match_info),
+        reason=_audit_reason(request),
     )
+    ctx.journal.add(record)
     ctx.changes.bump()
+    if (hold := ctx.holds.take(record)) is not None:
+        await hold.keep()  # done and recorded; the bot hears back only once it is released
     return response
 
 

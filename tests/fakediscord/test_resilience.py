@@ -1,9 +1,13 @@
-"""Gateway drops and HTTP failures: discord.py recovers, and the user still gets one answer."""
+"""Gateway drops, HTTP failures and held answers: discord.py recovers, and the user still gets one
+answer."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 import pytest
 
+from fakediscord.handle import InteractionHandle
 from tests.fakediscord.conftest import Scene
 from tests.fakediscord.sample_bot import SampleBot
 
@@ -99,3 +103,34 @@ async def test_cleared_faults_do_not_fire(scene: Scene, bot: SampleBot) -> None:
 async def test_unknown_fault_routes_are_refused(scene: Scene) -> None:
     with pytest.raises(ValueError, match="no route"):
         scene.fake.inject_fault(500, route="POST /channels/{id}/messages")
+
+
+async def test_a_held_response_is_carried_out_and_answered_on_release(
+    scene: Scene, bot: SampleBot
+) -> None:
+    def announce(text: str) -> Awaitable[InteractionHandle]:
+        return scene.fake.invoke_slash(
+            scene.guild, scene.general, scene.alice, "announce", options={"text": text}
+        )
+
+    def sent() -> list[tuple[str, int]]:
+        return [(r.payload["content"], r.status) for r in scene.fake.calls(SEND)]
+
+    hold = scene.fake.hold_response(
+        SEND, when=lambda record: record.payload["content"].startswith("quest"), after=1
+    )
+    for text in ("hello", "quest 1"):
+        assert (await (await announce(text)).original()).content == "posted"
+    waiting = await announce("quest 2")
+    held = await hold.taken(5)
+    assert (held.payload["content"], held.status) == ("quest 2", 200)
+    # carried out and recorded, while the bot still waits for the answer to reply "posted"
+    assert [m.content for m in scene.fake.messages_in(scene.general)][-1] == "quest 2"
+    assert sent() == [("hello", 200), ("quest 1", 200), ("quest 2", 200)]
+    assert len(scene.fake.calls(CALLBACK)) == 2
+    hold.release()
+    assert (await waiting.original()).content == "posted"
+    # a hold keeps one response
+    assert (await (await announce("quest 3")).original()).content == "posted"
+    assert sent()[3:] == [("quest 3", 200)]
+    assert len(scene.fake.messages_in(scene.general)) == 4

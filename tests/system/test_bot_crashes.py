@@ -1,11 +1,18 @@
-"""The bot killed with SIGKILL between queueing and verdict: after a restart every verdict is
-delivered once, queued jobs survive, and the bot's local worker pool does not outlive it."""
+"""The bot killed with SIGKILL between queueing and verdict, and between Discord taking a verdict
+and the bot recording it: after each restart every verdict is delivered once and recorded, queued
+jobs survive, and the bot's local worker pool does not outlive it.
+
+The test waits for deliveries as the database records them, never for the messages alone: Discord
+has a message before the bot heard back and recorded it (always so for the verdict in flight at
+the second kill, which the restarted bot edits in again, as the same message)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
+from fakediscord import RequestRecord
 from tests.system.conftest import (
     System,
     alive,
@@ -17,6 +24,7 @@ from tests.system.conftest import (
 )
 
 WAVE = 6
+EDIT = "PATCH /webhooks/{application_id}/{token}/messages/{message_id}"
 
 
 def _pool_pid(system: System) -> int:
@@ -31,6 +39,38 @@ async def _submit_wave(system: System) -> list[int]:
     replies = [(await handle.original(15)).content for handle in handles]
     assert all(reply.startswith("Queued") for reply in replies), replies
     return [int(re.search(r"Submission #(\d+)", reply).group(1)) for reply in replies]
+
+
+def _verdict_in(record: RequestRecord) -> int | None:
+    """The submission whose verdict a successful request carried, if it carried one."""
+    content = (record.payload or {}).get("content") or ""
+    found = re.search(r"Submission #(\d+) ·", content)
+    if record.status >= 300 or content.startswith("Queued") or not found:
+        return None
+    return int(found.group(1))
+
+
+def _new_verdict(after: int) -> Callable[[RequestRecord], bool]:
+    """Whether a request carried the first verdict of a submission numbered above ``after``."""
+    seen: set[int] = set()
+
+    def first_of_its_submission(record: RequestRecord) -> bool:
+        submission_id = _verdict_in(record)
+        if submission_id is None or submission_id <= after or submission_id in seen:
+            return False
+        seen.add(submission_id)
+        return True
+
+    return first_of_its_submission
+
+
+def _delivered(system: System, ids: list[int]) -> bool:
+    """Every one of ``ids`` recorded as delivered (after its send had its answer)."""
+    marks = ",".join(map(str, ids))
+    rows = system.query(
+        f"SELECT COUNT(*) FROM submissions WHERE id IN ({marks}) AND delivered_at IS NOT NULL"
+    )
+    return rows[0][0] == len(ids)
 
 
 def _finished(system: System, ids: list[int]) -> bool:
@@ -64,26 +104,24 @@ async def test_verdicts_survive_bot_crashes(tmp_path: Path) -> None:
 
         # 3. Restarted, the bot delivers them (by editing the reply: the tokens still live).
         await system.start_bot()
-        await until(
-            lambda: all(system.verdict_messages(i) for i in first), 30, "the late deliveries"
-        )
+        await until(lambda: _delivered(system, first), 30, "the late deliveries to be recorded")
 
-        # 4. A second crash while verdicts are being graded and delivered.
+        # 4. A second crash in the window a crash leaves open: Discord has taken the second
+        #    wave's last verdict, and the bot has not heard back to record it.
+        last = system.fake.hold_response(EDIT, when=_new_verdict(after=max(first)), after=WAVE - 1)
         second = await _submit_wave(system)
-        await until(
-            lambda: system.query(
-                f"SELECT 1 FROM submissions WHERE delivered_at IS NOT NULL AND id >= {min(second)}"
-            ),
-            30,
-            "the first delivery of the second wave",
-        )
+        in_flight = _verdict_in(await last.taken(60))
         await system.kill_bot()
+        last.release()
+        assert in_flight in second
+        assert system.verdict_messages(in_flight) == 1
+        unrecorded = system.query("SELECT id FROM submissions WHERE delivered_at IS NULL")
+        assert (in_flight,) in unrecorded, unrecorded
+        # restarted, it edits that reply again (the same message) and records it: wait for the
+        # record, not for the message, which Discord had before the kill
         await system.start_bot()
-        await until(
-            lambda: _finished(system, second) and all(system.verdict_messages(i) for i in second),
-            60,
-            "the second wave's deliveries",
-        )
+        await until(lambda: _delivered(system, second), 60, "the second wave's deliveries")
+        assert len(system.verdicts_sent(in_flight)) == 2, system.verdicts_sent(in_flight)
         await worker.stop()
 
         for submission_id in first + second:
