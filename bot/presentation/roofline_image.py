@@ -76,7 +76,9 @@ class PlotPoint:
 class RooflineChart:
     peak_gbs: float  # the bandwidth roof, GB/s (1e9 bytes/s): the slope y = intensity * peak_gbs
     peak_gflops: float | None  # the compute ceiling, GFLOP/s; None: no compute roof known
-    points: tuple[PlotPoint, ...]  # usually two: the learner's and the reference's
+    # usually two: the learner's first (drawn filled), then the reference's (drawn as a ring);
+    # at most len(MARKERS) are drawn, the rest named in a note
+    points: tuple[PlotPoint, ...]
     title: str  # e.g. "fused-gelu on AMD EPYC 7B13"
 
 
@@ -120,6 +122,9 @@ class RooflineLayout:
     peak_gbs: float | None  # None: no bandwidth roof drawn
     peak_gflops: float | None  # None: no compute roof drawn
     points: tuple[PlotPoint, ...]  # drawable labels; numbers positive, within the limits
+    # each point's place in the chart's points: its marker, MARKERS[slot] in POINT_COLOURS[slot]
+    # (a point left out keeps its marker from the others)
+    slots: tuple[int, ...]
     label_boxes: tuple[Box, ...]  # one per point: where its label is drawn
     notes: tuple[str, ...]  # what was left out or moved, and why
 
@@ -168,9 +173,10 @@ def tick(exponent: int) -> str:
 
 def _clean(
     chart: RooflineChart,
-) -> tuple[float | None, float | None, tuple[PlotPoint, ...], tuple[str, ...]]:
-    """The roofs that can be drawn, the points that can (clamped to the limits), and notes that
-    say what was left out or moved."""
+) -> tuple[float | None, float | None, tuple[PlotPoint, ...], tuple[int, ...], tuple[str, ...]]:
+    """The roofs that can be drawn, the points that can (clamped to the limits) with their
+    places in ``chart.points`` (which choose their markers), and notes that say what was left
+    out or moved."""
     notes = []
     peak_gbs = _peak(chart.peak_gbs, PEAK_GBS_LIMITS, "bandwidth", notes)
     peak_gflops = _peak(chart.peak_gflops, PEAK_GFLOPS_LIMITS, "compute", notes)
@@ -178,9 +184,10 @@ def _clean(
         only = ": the bandwidth roof only" if peak_gbs is not None else ""
         notes.append(f"no compute roof known{only}")
     points: list[PlotPoint] = []
+    slots: list[int] = []
     left_out: list[str] = []
     moved: list[str] = []
-    for point in chart.points[: len(MARKERS)]:
+    for slot, point in enumerate(chart.points[: len(MARKERS)]):
         label = drawable(point.label if isinstance(point.label, str) else "")[:LABEL_CHARS] or "?"
         if not (_positive(point.intensity) and _positive(point.gflops)):
             left_out.append(label)
@@ -190,13 +197,14 @@ def _clean(
         if (intensity, gflops) != (point.intensity, point.gflops):
             moved.append(label)
         points.append(PlotPoint(label, intensity, gflops))
+        slots.append(slot)
     if left_out:
         notes.append(f"not drawn, not positive numbers: {_listed(left_out)}")
     if moved:
         notes.append(f"off the scale, drawn at its edge: {_listed(moved)}")
     if len(chart.points) > len(MARKERS):
         notes.append(f"{len(chart.points) - len(MARKERS)} more points not drawn")
-    return peak_gbs, peak_gflops, tuple(points), tuple(notes)
+    return peak_gbs, peak_gflops, tuple(points), tuple(slots), tuple(notes)
 
 
 def _peak(
@@ -250,7 +258,7 @@ def _roof(intensity: float, peak_gbs: float, peak_gflops: float | None) -> float
 def roofline_axes(chart: RooflineChart) -> Axes:
     """The axes that show every point, the ridge point and a decade of margin beyond them,
     in whole decades (points off the scale counted at its edge, odd numbers left out)."""
-    peak_gbs, peak_gflops, points, _ = _clean(chart)
+    peak_gbs, peak_gflops, points, _, _ = _clean(chart)
     return _axes(peak_gbs, peak_gflops, points)
 
 
@@ -369,19 +377,24 @@ def _place_labels(
     soft: list[Box],
 ) -> tuple[Box, ...]:
     """Greedy, in the points' order: the nearest box inside the plot and clear of every marker
-    and every label already placed; one that crosses a roof only when no other is clear, and
-    one over a ``soft`` box (the ridge's guide line) only when it is much nearer."""
+    and every label already placed; one that crosses a roof only when no other is clear, one
+    nearer another point than its own only when it is far nearer, and one over a ``soft`` box
+    (the ridge's guide line) only when it is much nearer."""
     markers = [_marker_box(axes, point) for point in points]
     area = axes.box
     placed: list[Box] = []
     for point, text in zip(points, texts, strict=True):
         centre = (axes.x(point.intensity), axes.y(point.gflops))
+        others = [
+            (axes.x(other.intensity), axes.y(other.gflops)) for other in points if other != point
+        ]
         options = list(_candidates(centre, _text_size(text)))
         hard = markers + taken + placed
         costs = {
             index: index
             + 1000 * _crosses_roof(segments, box)
             + 12 * any(_overlaps(box, other) for other in soft)
+            + 40 * any(_reach(box, other) < 0.85 * _reach(box, centre) for other in others)
             for index, box in enumerate(options)
             if _inside(box, area) and not any(_overlaps(box, other) for other in hard)
         }
@@ -393,6 +406,13 @@ def _place_labels(
             best = (left + shift_x, top + shift_y, right + shift_x, bottom + shift_y)
         placed.append(best)
     return tuple(placed)
+
+
+def _reach(box: Box, centre: tuple[float, float]) -> float:
+    """How far ``box`` is from ``centre``: a label clearly nearer another point's marker than
+    its own would seem to name that one."""
+    x, y = centre
+    return math.hypot(min(max(x, box[0]), box[2]) - x, min(max(y, box[1]), box[3]) - y)
 
 
 def _marker_box(axes: Axes, point: PlotPoint) -> Box:
@@ -438,16 +458,19 @@ def _decorations(
         clear = [box for box in clear if not any(_overlaps(box, m) for m in markers)] or clear
         ceiling = ((clear or boxes)[0], text)
     if ridge_x is not None and peak_gbs is not None and peak_gflops is not None:
-        text = f"ridge {number(peak_gflops / peak_gbs)} FLOP/byte"
-        width, height = _text_size(text)
+        # at the foot of the guide: on its right (where compute-bound points are, fewer than
+        # memory-bound ones) in full or short, else on its left
         x = round(ridge_x)
-        boxes = [  # at the foot of the guide, on its right or its left
-            (x + 6, bottom - 4 - height, x + 6 + width, bottom - 4),
-            (x - 6 - width, bottom - 4 - height, x - 6, bottom - 4),
-        ]
-        clear = [box for box in boxes if _inside(box, axes.box)]
-        clear = [box for box in clear if not any(_overlaps(box, m) for m in markers)] or clear
-        ridge = ((clear or boxes)[0], text)
+        full = f"ridge {number(peak_gflops / peak_gbs)} FLOP/byte"
+        short = f"ridge {number(peak_gflops / peak_gbs)}"
+        options = []
+        for text, side in ((full, 1), (short, 1), (full, -1), (short, -1)):
+            width, height = _text_size(text)
+            left = x + 6 if side > 0 else x - 6 - width
+            options.append(((left, bottom - 4 - height, left + width, bottom - 4), text))
+        clear = [option for option in options if _inside(option[0], axes.box)]
+        clear = [o for o in clear if not any(_overlaps(o[0], m) for m in markers)] or clear
+        ridge = (clear or options)[0]
     if peak_gbs is not None and segments:
         (x0, y0), (x1, y1) = segments[0]
         if math.isclose(y0, y1):  # no slope in view: only the ceiling is
@@ -480,7 +503,7 @@ def _decorations(
 def _build(
     chart: RooflineChart,
 ) -> tuple[RooflineLayout, list[tuple[tuple[float, float], tuple[float, float]]], _Decorations]:
-    peak_gbs, peak_gflops, points, notes = _clean(chart)
+    peak_gbs, peak_gflops, points, slots, notes = _clean(chart)
     axes = _axes(peak_gbs, peak_gflops, points)
     title = drawable(chart.title if isinstance(chart.title, str) else "")[:TITLE_CHARS]
     segments = _roof_segments(axes, peak_gbs, peak_gflops)
@@ -496,7 +519,7 @@ def _build(
         soft.append((ridge_x - 3, round(axes.y(peak_gflops)), ridge_x + 3, axes.box[3]))
     texts = [fit(point.label, TEXT_SIZE, LABEL_WIDTH) for point in points]
     boxes = _place_labels(axes, points, texts, taken, segments, soft)
-    layout = RooflineLayout(axes, title, peak_gbs, peak_gflops, points, boxes, notes)
+    layout = RooflineLayout(axes, title, peak_gbs, peak_gflops, points, slots, boxes, notes)
     return layout, segments, decorations
 
 
@@ -534,21 +557,23 @@ def _marker(
         draw.regular_polygon(circle, sides, rotation, fill=fill, outline=outline, width=line)
 
 
-def _draw_markers(draw: ImageDraw.ImageDraw, centres: list[tuple[float, float]]) -> None:
-    """The first point's marker filled, the others as larger rings drawn over it, so that a
-    reference right on the learner's point frames it instead of hiding it.  A rim of the
-    background around each sets it apart from the roof; the rims go first, so that no rim
-    cuts into another marker."""
-    for index, centre in enumerate(centres):
-        if index == 0:
+def _draw_markers(
+    draw: ImageDraw.ImageDraw, markers: list[tuple[int, tuple[float, float]]]
+) -> None:
+    """Each (slot, centre): the first point's marker filled, the others as larger rings drawn
+    over it, so that a reference right on the learner's point frames it instead of hiding it.
+    A rim of the background around each sets it apart from the roof; the rims go first, so
+    that no rim cuts into another marker."""
+    for slot, centre in markers:
+        if slot == 0:
             _marker(draw, MARKERS[0], centre, _DOT_RADIUS + 2.5, BACKGROUND)
         else:
-            _marker(draw, MARKERS[index], centre, _MARKER_RADIUS + 2, BACKGROUND, width=3)
-    for index, centre in enumerate(centres):
-        if index == 0:
+            _marker(draw, MARKERS[slot], centre, _MARKER_RADIUS + 2, BACKGROUND, width=3)
+    for slot, centre in markers:
+        if slot == 0:
             _marker(draw, MARKERS[0], centre, _DOT_RADIUS, POINT_COLOURS[0])
         else:
-            _marker(draw, MARKERS[index], centre, _MARKER_RADIUS, POINT_COLOURS[index], _RING)
+            _marker(draw, MARKERS[slot], centre, _MARKER_RADIUS, POINT_COLOURS[slot], _RING)
 
 
 def _turned_text(
@@ -669,7 +694,8 @@ def roofline_png(chart: RooflineChart) -> bytes:
             draw.line((*start, nearest_x, nearest_y), fill=MUTED, width=1)
         _label(draw, box, fit(point.label, TEXT_SIZE, LABEL_WIDTH), TEXT)
     # the markers last, on top of everything
-    _draw_markers(draw, [(axes.x(p.intensity), axes.y(p.gflops)) for p in layout.points])
+    centres = [(axes.x(p.intensity), axes.y(p.gflops)) for p in layout.points]
+    _draw_markers(draw, list(zip(layout.slots, centres, strict=True)))
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return buffer.getvalue()
