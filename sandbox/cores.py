@@ -1,9 +1,10 @@
 """Which CPU core jobs run on, and what that CPU is called.
 
-Every job is pinned to one core (``jail._job``, before learner code runs; seccomp then
-refuses ``sched_setaffinity``), so a submission cannot spread its work over the host, and a
-speed trial's reference and learner turns run on the same core under the same limits.  The
-worker measures its roofline on that same core (``bot.worker.peaks``).
+A speed trial's jobs (its turns, ``JobOrder.pinned``) are pinned to the job core
+(``jail._job``, before learner code runs), so its reference and learner turns run on the same
+core under the same limits; a grading job is not pinned and runs on whatever CPUs the zygote
+may use.  Seccomp refuses ``sched_setaffinity`` to every job, so none can change the CPUs it
+was given.  The worker measures its roofline on the job core (``bot.worker.peaks``).
 """
 
 from __future__ import annotations
