@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 
@@ -165,8 +166,9 @@ async def test_answer_quiz_in_a_modal_marks_each_answer(world: World) -> None:
     handle = await world.slash(learner, "answer", task="go-brrrr/shape-predictions")
     modal = await handle.modal()
     ids = [row["components"][0]["custom_id"] for row in modal["components"]]
+    typed = "(4, 64, 64) typed-answer-7c1f"  # wrong, and found nowhere else
     submitted = await world.fake.submit_modal(
-        handle, dict(zip(ids, ["4x128x128", "(4, 128, 128)", "(4, 64, 64)"], strict=True))
+        handle, dict(zip(ids, ["4x128x128", "(4, 128, 128)", typed], strict=True))
     )
     reply = await submitted.original()
     assert reply.content.startswith("Passed")  # 2 of 3 passes with partial credit
@@ -174,6 +176,12 @@ async def test_answer_quiz_in_a_modal_marks_each_answer(world: World) -> None:
     text = _text(reply)
     assert text.count("✓") == 2 and text.count("✗") == 1
     assert _ledger(world, learner) == [("quiz", 20)]  # round(30 XP x 2/3)
+    # only the result is kept, never what the member typed: not in the database file, not in
+    # its write-ahead log (the reply above was sent after the award's commit)
+    wal = Path(f"{world.database}-wal")
+    stored = world.database.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    kept = b"typed-answer-7c1f" in stored
+    assert not kept, "the typed answer is in the database"
 
 
 async def test_done_awards_once(world: World) -> None:
