@@ -269,6 +269,22 @@ async def test_retries_back_off_then_give_up_and_tell_the_operator(
     assert listed.error.startswith(f"[{reference}] deliver: RuntimeError")
 
 
+async def test_the_bot_gives_up_after_10_tries_and_about_14_minutes(scene: Scene) -> None:
+    """/admin deliveries' "after 10 tries (about 14 minutes of backoff)", with the policy the bot
+    delivers under: every try is made when due and none after the tenth."""
+    bad = await scene.finished(passed())
+    scene.transport.explode.add(bad)
+    started = scene.clock.now
+    await scene.deliver()
+    while (due := (await scene.row(bad)).next_delivery_at) is not None:
+        scene.clock.now = due
+        await scene.deliver()
+    backoff_min = (scene.clock.now - started).total_seconds() / 60
+    assert scene.transport.tries == [bad] * 10
+    assert (await scene.row(bad)).delivery_failed_at == scene.clock.now
+    assert 13 <= backoff_min <= 15, backoff_min
+
+
 async def test_failed_deliveries_are_listed_per_server(scene: Scene) -> None:
     policy = RetryPolicy(max_attempts=1)
     here = await scene.finished({"status": "passed"}, user_id=101)
