@@ -6,9 +6,12 @@ import asyncio
 import json
 import re
 import signal
+import sqlite3
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -18,8 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.db.engine import make_sessionmaker
 from bot.db.models import GradingJob, Submission
 from graders.base import Verdict
-from tests.support import SOLUTIONS, add_member, queue_submission, start_worker
+from tests.support import REPO, SOLUTIONS, add_member, queue_submission, start_worker
 
+MIGRATIONS = REPO / "migrations" / "versions"
 TOKEN = "secret-that-learners-must-never-see"  # the worker's DISCORD_TOKEN
 
 # A learner's file that hunts for the worker's token everywhere a process can look, then
@@ -151,3 +155,42 @@ async def test_a_submission_cannot_read_the_workers_discord_token(
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 0
     assert TOKEN not in worker.stderr.read()
+
+
+async def test_a_worker_never_migrates_and_exits_on_an_older_schema(tmp_path: Path) -> None:
+    """A worker never migrates (if the schema is not at the newest migration, it exits): one
+    started on a database a migration behind exits with the reason, and leaves the schema
+    where it found it."""
+    from bot.db import migrate
+    from bot.db.engine import make_engine
+
+    database = tmp_path / "brrrbot.sqlite3"
+    url = f"sqlite+aiosqlite:///{database}"
+    revisions = sorted(path.name[:4] for path in MIGRATIONS.glob("[0-9][0-9][0-9][0-9]_*.py"))
+    head, behind = revisions[-1], revisions[-2]
+    assert migrate.head_revision() == head
+    engine = make_engine(url)
+    try:
+        await migrate.upgrade(engine, behind)
+    finally:
+        await engine.dispose()
+
+    worker = start_worker(url, tmp_path)
+    watchdog = threading.Timer(180, worker.kill)  # a worker that neither exits nor says ready
+    watchdog.start()
+    lines = []
+    try:
+        assert worker.stderr is not None
+        for line in worker.stderr:  # until it exits, or says it is ready to grade
+            lines.append(line)
+            assert " ready (" not in line, "the worker started grading:\n" + "".join(lines)
+    finally:
+        watchdog.cancel()
+        if worker.poll() is None:
+            worker.kill()
+        worker.wait()
+    log = "".join(lines)
+    assert worker.returncode not in (0, -signal.SIGKILL), log[-3000:]
+    assert f"the database schema is at {behind} but this worker needs {head}" in log, log[-3000:]
+    with closing(sqlite3.connect(database)) as db:
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(behind,)]
