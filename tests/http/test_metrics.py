@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import statistics
 import time
 from collections.abc import AsyncIterator
@@ -30,6 +31,7 @@ from bot.http.health import HealthCheck
 from bot.http.server import METRICS_CONTENT_TYPE, listening, make_app
 from bot.metrics import METRICS, LiveWorkers, Metrics, QueueState, Scrape, read_queue_state
 from tests.delivery.test_outcomes import Clock, FakeTransport, Scene, Store, passed
+from tests.support import REPO
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -196,6 +198,24 @@ async def test_counters_and_the_verdict_histogram(metrics: Metrics, scraper: Scr
     assert samples[key(histogram + "_bucket", status="error", le="600.0")] == 0
     assert samples[key(histogram + "_bucket", status="error", le="+Inf")] == 1
     assert samples[key("brrrbot_delivery_failures_total", stage="deliver")] == 1
+
+
+async def test_the_series_served_are_the_documented_table(scraper: Scraper) -> None:
+    """Operations' metric table names every series /metrics serves, with its type, and no
+    other: the registry is the bot's own (no ``process_*`` or ``python_*`` series)."""
+    page = (REPO / "docs" / "operators" / "operations.md").read_text()
+    documented = {
+        name: kind.split()[0]
+        for name, kind in re.findall(
+            r"^\| `(brrrbot_\w+)` \| (\w+(?: \(database\))?) \|", page, re.M
+        )
+    }
+    assert len(documented) == 8, documented
+    served = {
+        family.name + ("_total" if family.type == "counter" else ""): family.type
+        for family in text_string_to_metric_families(await scraper.text())
+    }
+    assert served == documented
 
 
 async def test_a_failing_database_still_serves_the_counters(
