@@ -157,15 +157,21 @@ async def test_schedule_rejects_past_dates(world: World) -> None:
 
 
 async def test_export_gives_two_csv_files(world: World) -> None:
-    learner = world.learner()
-    done = await world.slash(learner, "done", task="go-brrrr/matrix-drill")
-    await done.original()
+    """The leaderboard and the ledger; the leaderboard leaves out a member who hid themselves
+    with /privacy hide (Moderating a server, Your data)."""
+    learner, hiding = world.learner(), world.learner()
+    for member in (learner, hiding):
+        done = await world.slash(member, "done", task="go-brrrr/matrix-drill")
+        await done.original()
+    hidden = await (await world.slash(hiding, "privacy hide")).original()
+    assert hidden.ephemeral and "hidden" in hidden.content
     handle = await world.slash(world.owner, "admin export")
     reply = await handle.wait_for(lambda m: bool(m.attachments), timeout=10)
     files = {a.filename: a.data.decode() for a in reply.attachments}
     assert set(files) == {"leaderboard.csv", "xp_ledger.csv"}
     board = list(csv.DictReader(io.StringIO(files["leaderboard.csv"])))
-    assert any(row["display_name"] == learner.username for row in board)
+    names = [row["display_name"] for row in board]
+    assert learner.username in names and hiding.username not in names, names
 
 
 #: display names a member can choose, each a formula once the export is opened in a spreadsheet
