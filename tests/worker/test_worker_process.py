@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -194,3 +196,77 @@ async def test_a_worker_never_migrates_and_exits_on_an_older_schema(tmp_path: Pa
     assert f"the database schema is at {behind} but this worker needs {head}" in log, log[-3000:]
     with closing(sqlite3.connect(database)) as db:
         assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(behind,)]
+
+
+#: ``python -m bot ARGS`` on a host whose sandbox lacks a required layer: the report is read
+#: as it is, and the minimum is judged failed (tests/sandbox/test_verdicts.py judges it)
+WITHOUT_THE_MINIMUM = """
+import sys
+from bot.worker import pool
+pool.minimum_ok = lambda layers: False
+from bot.cli import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def _until_ready_or_gone(worker: subprocess.Popen[str]) -> tuple[list[str], bool]:
+    """A worker's log lines until it says it is ready to grade (True) or exits (False)."""
+    assert worker.stderr is not None
+    watchdog = threading.Timer(180, worker.kill)  # one that does neither
+    watchdog.start()
+    lines = []
+    try:
+        for line in worker.stderr:
+            lines.append(line)
+            if " ready (" in line:
+                return lines, True
+        worker.wait()
+        return lines, False
+    finally:
+        watchdog.cancel()
+
+
+async def test_a_worker_without_the_minimum_refuses_unless_told_it_is_insecure(
+    tmp_path: Path,
+) -> None:
+    """Security's minimum: a worker refuses to grade without it, `brrrbot worker --check`
+    exits 1 there, and `--insecure-sandbox` (development only) grades anyway, saying so."""
+    from bot.db import migrate
+    from bot.db.engine import make_engine
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'brrrbot.sqlite3'}"
+    engine = make_engine(url)
+    try:
+        await migrate.upgrade(engine)
+    finally:
+        await engine.dispose()
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO), "DATABASE_URL": url}
+
+    def worker(*args: str) -> subprocess.Popen[str]:
+        command = [sys.executable, "-c", WITHOUT_THE_MINIMUM, *args]
+        return subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+
+    check = worker("worker", "--check")
+    assert check.wait(timeout=180) == 1, check.stderr.read()[-3000:]  # type: ignore[union-attr]
+    for insecure in (False, True):
+        started = worker("worker", "--count", "1", *(["--insecure-sandbox"] if insecure else []))
+        try:
+            lines, ready = _until_ready_or_gone(started)
+            log = "".join(lines)[-3000:]
+            if not insecure:
+                assert not ready, "it started grading without the minimum:\n" + log
+                assert started.returncode == 2, log
+                assert lines[-1].strip() == (
+                    "brrrbot: error: the sandbox's minimum isolation is not available here "
+                    "(see `brrrbot worker --check`); refusing to grade. Use --insecure-sandbox "
+                    "only on a machine where learner code may do anything."
+                )
+            else:
+                assert ready, "the insecure worker exited:\n" + log
+                assert "grading WITHOUT the minimum isolation (--insecure-sandbox)" in log
+                started.send_signal(signal.SIGTERM)
+                assert started.wait(timeout=60) == 0
+        finally:
+            if started.poll() is None:
+                started.kill()
+                started.wait()
