@@ -428,3 +428,36 @@ async def test_delete_ends_the_members_api_token(world: World) -> None:
         assert await session.scalar(select(func.count()).select_from(ApiToken)) == 0
         with pytest.raises(tokens.TokenRefused):
             await tokens.authenticate(session, token, NOW)
+
+
+async def test_a_reader_holding_the_log_keeps_it_from_being_emptied(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Your data: "Should a long read keep the log from being emptied, ... the old pages stay
+    in the log": the checkpoint after a deletion says so (False, which the bot logs as a
+    warning) instead of waiting for the reader, and empties the log once it is gone."""
+    import sqlite3
+
+    from bot.db import engine as engines
+
+    monkeypatch.setattr(engines, "SQLITE_BUSY_TIMEOUT_MS", 200)  # how long it waits for readers
+    engine = make_engine(sqlite_url)
+    try:
+        await migrate.upgrade(engine)
+        world = World(make_sessionmaker(engine))
+        database = sqlite_path(engine.url)
+        assert database is not None
+        await submit(world, await world.member(ADA_USER), b"# held-by-a-reader\n")
+        reader = sqlite3.connect(database, isolation_level=None)
+        try:
+            reader.execute("BEGIN")
+            assert reader.execute("SELECT COUNT(*) FROM submissions").fetchone() == (1,)
+            await delete(world, ADA_USER)  # written to the log while the reader's snapshot holds
+            assert await checkpoint_wal(engine) is False
+            assert Path(f"{database}-wal").stat().st_size > 0
+        finally:
+            reader.close()
+        assert await checkpoint_wal(engine) is True
+        assert Path(f"{database}-wal").stat().st_size == 0
+    finally:
+        await engine.dispose()
