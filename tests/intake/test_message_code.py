@@ -81,4 +81,4 @@ def test_no_code_is_refused_saying_what_the_message_has() -> None:
 def test_an_empty_python_block_is_refused_as_empty() -> None:
     found = find_code("```python\n   \n```", [])
     assert isinstance(found, NoCode)
-    assert "empty" in found.message
+    assert found.message == "The code block in that message is empty: put your solution inside it."
