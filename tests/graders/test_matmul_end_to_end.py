@@ -40,8 +40,12 @@ def test_a_correct_triple_loop_grades_in_under_a_second(zygote: SandboxRunner) -
     grade(zygote, "correct.py")  # the first job may pay for warming the zygote up
     started = time.perf_counter()
     verdict = grade(zygote, "correct.py")
+    took = time.perf_counter() - started
+    print(f"a warm grade of the correct triple loop: {took:.2f} s")
     assert verdict.status == "passed"
-    assert time.perf_counter() - started < 1.0
+    # measured: 0.06 to 0.08 s in three runs on a 2-core host at load 3; a second is room for
+    # a loaded machine, and still fails a grade that forks a fresh torch (seconds)
+    assert took < 1.0
 
 
 @pytest.mark.parametrize(

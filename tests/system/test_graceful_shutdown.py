@@ -149,10 +149,13 @@ async def _hanging_stop(
 
 async def test_a_stop_that_hangs_is_forced_at_the_deadline_naming_the_step() -> None:
     code, output, took = await _hanging_stop(1.0, [signal.SIGTERM])
+    print(f"a hung stop under a 1 s deadline ended after {took:.2f} s")
     assert code == 1, output
     assert "still waiting for something that hangs 1 s after SIGTERM" in output
     assert "force hook ran" in output
-    assert 1.0 <= took < 6.0, took
+    # measured: 1.00 to 1.01 s in three runs on a 2-core host at load 3 (the force is a thread
+    # woken at the deadline): a second of margin, so a deadline a second late fails
+    assert 1.0 <= took < 2.0, took
 
 
 async def test_brrrbot_runs_deadline_ends_a_hung_stop_after_9_s_within_dockers_10() -> None:
