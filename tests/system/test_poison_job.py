@@ -21,7 +21,9 @@ from tests.system.conftest import (
 from tests.system.database import SQLITE_TIMESTAMP
 
 BEHIND = 10  # other members' submissions queued behind the poison job
-DELIVERED_WITHIN_S = 5.0  # from a verdict's grading to its delivery
+#: from a verdict's grading to its delivery (measured on SQLite at load 3: max 1.02 s, median
+#: 0.71 s for the 10 behind the poison job)
+DELIVERED_WITHIN_S = 5.0
 
 #: in flight for as long as it takes to kill its worker (the sandbox's wall limit is 10 s)
 POISON = b'''"""Grades forever: its worker is killed while it waits."""
