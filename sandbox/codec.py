@@ -64,9 +64,14 @@ def text_of(obj: dict[str, Any], key: str, limit: int) -> str:
     return value
 
 
-def seconds_of(obj: dict[str, Any], key: str) -> float:
-    value = float(field_of(obj, key, (int, float)))
-    if not math.isfinite(value) or value < 0:
+def seconds_of(obj: dict[str, Any], key: str, limit: float = math.inf) -> float:
+    """A duration: finite, at least 0 and at most ``limit`` (JSON's NaN, Infinity and a
+    400-digit integer included)."""
+    value = field_of(obj, key, (int, float))
+    if isinstance(value, int) and abs(value) > 1 << 53:  # float() would overflow, or round
+        raise ProtocolError(f"field {key!r} is not a valid duration")
+    value = float(value)
+    if not math.isfinite(value) or not 0 <= value <= limit:
         raise ProtocolError(f"field {key!r} is not a valid duration")
     return value
 

@@ -159,6 +159,9 @@ CALL_MUTATIONS: dict[str, tuple[int, Callable[[dict[str, Any]], None]]] = {
     "shape-too-big": (1, _set(("tensor", "shape"), [3])),
     "tensor-on-failure": (2, _set(("tensor",), {"dtype": "uint8", "shape": [0]})),
     "duration": (1, _set(("duration_s",), -1.0)),
+    "duration-nan": (1, _set(("duration_s",), float("nan"))),
+    # 400 digits: float() of it raises OverflowError, which must not escape to the worker
+    "duration-huge-int": (1, _set(("duration_s",), 10**400)),
     "ops": (1, _set(("ops",), [1, 2])),
     "error-type": (2, _set(("error",), ["a"])),
     "error-size": (2, _set(("error",), "x" * 20_000)),
