@@ -173,6 +173,31 @@ def add(a, b):
     assert summed == "60.0 True "
 
 
+def test_a_big_profile_gives_its_memory_back(sandbox: Zygote) -> None:
+    source = """
+import torch
+def resident(x):
+    with open("/proc/self/statm") as statm:
+        return torch.tensor([int(statm.read().split()[1]) * 4096], dtype=torch.int64)
+def loop(x):
+    for _ in range(20_000):  # 100,000 events: kineto's stop alone takes 120 MB for them
+        x.add(1)
+    return x
+"""
+    calls = (
+        profiled("resident", "before", profile=False),
+        dataclasses.replace(profiled("loop"), args=(raw(torch.zeros(4)),)),
+        profiled("resident", "after", profile=False),
+    )
+    result = sandbox.run(request(source, calls, dataclasses.replace(FAST, wall_s=20.0, cpu_s=20.0)))
+    assert result.status == "ok", result
+    before, loop, after = result.calls
+    assert ops(loop)["aten::add"].count == 20_000
+    assert before.tensor is not None and after.tensor is not None
+    grown = int(to_tensor(after.tensor)[0]) - int(to_tensor(before.tensor)[0])
+    assert grown < 40 << 20, grown  # 120 MB and more while the profile was read
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_a_cuda_chain_shows_its_kernels(sandbox: Zygote) -> None:
     result = sandbox.run(request(SOURCE, (profiled("chain"),), device="cuda"))
