@@ -8,14 +8,16 @@ the learner's function, so nothing of the runner (the profiler's own start and s
 wait for the GPU after the call) is counted.
 
 Kineto's raw events are summed here per name (torch's ``FunctionEvent`` tree costs about
-40 µs an event to build in Python; this about 2 µs): self time (an event's time less its
-direct children's on its thread; a kernel's device time), how many times it ran, and how
-many of those ran at the learner's own level, inside no other operator (a record_function
-label is no operator, so ops under a learner's label still count).  The entries with the
-most self time are kept, at most ``MAX_PROFILE_OPS``.
+40 µs an event to build in Python; this 3 to 4 µs, after kineto's own stop, about 3): self
+time (an event's time less its direct children's on its thread; a kernel's device time), how
+many times it ran, and how many of those ran at the learner's own level, inside no other
+operator (a record_function label is no operator, so ops under a learner's label still
+count).  The entries with the most self time are kept, at most ``MAX_PROFILE_OPS``.
 
-Nothing here may fail the call: a profiler that cannot start, that the learner stopped, or
-whose events cannot be read gives no profile and says why.  The submission shares this
+Nothing here may fail the call: a profiler that cannot start, that the learner stopped,
+whose events cannot be read, or that has more events than can be summed before the job's
+wall limit gives no profile and says why.  What the profile cost in memory (about 1.5 KB an
+event, mostly kineto's) is given back before the next call.  The submission shares this
 process and can fake all of it, so the client validates every entry and cleans every name
 (``sandbox.codec.profile_from_json``).
 """
@@ -52,7 +54,7 @@ HIDDEN_NAMES = frozenset(
     }
 )
 
-#: a generous bound on the time to read and sum one event here (2-4 µs on a 2-core host);
+#: a generous bound on the time to read and sum one event here (3-4 µs on a 2-core host);
 #: a profile whose events would not be summed before the job's wall limit is given up
 SUMMARY_S_PER_EVENT = 10e-6
 
