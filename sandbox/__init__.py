@@ -5,6 +5,7 @@ exchanges.  Importing this package never imports torch.
 """
 
 from sandbox.client import SandboxUnavailable, Zygote
+from sandbox.codec import clean_name
 from sandbox.isolation import format_report, minimum_ok
 
-__all__ = ["SandboxUnavailable", "Zygote", "format_report", "minimum_ok"]
+__all__ = ["SandboxUnavailable", "Zygote", "clean_name", "format_report", "minimum_ok"]

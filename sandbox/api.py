@@ -77,6 +77,10 @@ class Call:
     args: tuple[RawTensor, ...]
     label: str = ""  # e.g. "square 5x5 float32", shown in feedback
     trace: bool = True  # record torch ops for this call (when the request traces at all)
+    #: run this call under torch's profiler (``CallResult.profile``): CPU operators, and GPU
+    #: kernels too when the job runs on "cuda".  Its ``duration_s`` then includes the
+    #: profiler's cost (about 0.5 µs an operator); False costs nothing
+    profile: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,24 @@ class SandboxRequest:
     limits: Limits = field(default_factory=Limits)
     device: Literal["cpu", "cuda"] = "cpu"
     trace_ops: bool = True  # record which torch functions each call used (best effort)
+
+
+@dataclass(frozen=True)
+class OpTime:
+    """One operator (or GPU kernel, or a learner's record_function label) as the job's own
+    profiler saw one call: untrusted advice.
+
+    ``name`` is cleaned by the trusted decoder (``sandbox.codec.clean_name``), so it is safe
+    to show anywhere; names that the cleaning made equal are summed into one.
+    """
+
+    name: str
+    self_s: float  # self time in this call, seconds (CPU self time; for kernels the device time)
+    count: int  # times it ran in this call, nested ones included
+    #: of those, how many ran directly under the learner's code (not inside another
+    #: operator; a record_function label is no operator); always 0 for kernels
+    top_level: int
+    kernel: bool  # a GPU kernel (or a device copy or fill) rather than a CPU operator
 
 
 CallStatus = Literal["ok", "raised", "not_defined", "not_callable", "skipped"]
@@ -102,6 +124,10 @@ class CallResult:
     error: str = ""  # exception type and message, traceback trimmed to learner frames
     ops: tuple[str, ...] = ()  # torch functions seen during the call (untrusted, best effort)
     duration_s: float = 0.0
+    #: for a call that asked for one and ran: what the profiler saw (untrusted advice), by
+    #: self time, descending; None when not asked, or when the profiler could not run
+    profile: tuple[OpTime, ...] | None = None
+    profile_problem: str = ""  # why a profiled call that ran has no profile
 
 
 JobStatus = Literal[

@@ -19,6 +19,7 @@ from sandbox.api import (
     CallResult,
     CallStatus,
     Limits,
+    OpTime,
     RawTensor,
     SandboxRequest,
 )
@@ -30,6 +31,19 @@ MAX_ERROR_CHARS = 8192
 MAX_OPS = 256
 MAX_CALLS = 1024
 MAX_DIMS = 64
+#: operators (and kernels) in one call's profile: the job keeps those with the most self time
+MAX_PROFILE_OPS = 48
+#: times one operator may have run in one profiled call
+MAX_PROFILE_COUNT = 10**9
+MAX_PROFILE_PROBLEM_CHARS = 1024
+#: a cleaned name's length, ``…`` included (``clean_name``)
+CLEAN_NAME_CHARS = 64
+#: what ``clean_name`` keeps; every other character becomes ``?`` (the ``…`` that marks a
+#: cut name is kept too, so that cleaning a clean name changes nothing)
+NAME_SAFE_CHARACTERS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:<>-[](),/ …"
+)
+_PROFILE_ENTRY_KEYS = frozenset({"name", "self_s", "count", "top_level", "kernel"})
 
 CALL_STATUSES: frozenset[str] = frozenset(get_args(CallStatus))
 
@@ -64,11 +78,40 @@ def text_of(obj: dict[str, Any], key: str, limit: int) -> str:
     return value
 
 
-def seconds_of(obj: dict[str, Any], key: str) -> float:
-    value = float(field_of(obj, key, (int, float)))
-    if not math.isfinite(value) or value < 0:
+def seconds_of(obj: dict[str, Any], key: str, limit: float = math.inf) -> float:
+    """A duration: finite, at least 0 and at most ``limit`` (JSON's NaN, Infinity and a
+    400-digit integer included)."""
+    value = field_of(obj, key, (int, float))
+    if isinstance(value, int) and abs(value) > 1 << 53:  # float() would overflow, or round
+        raise ProtocolError(f"field {key!r} is not a valid duration")
+    value = float(value)
+    if not math.isfinite(value) or not 0 <= value <= limit:
         raise ProtocolError(f"field {key!r} is not a valid duration")
     return value
+
+
+def count_of(obj: dict[str, Any], key: str, low: int, high: int) -> int:
+    value = field_of(obj, key, int)
+    if not low <= value <= high:
+        raise ProtocolError(f"field {key!r} is out of range")
+    return value
+
+
+def clean_name(text: str) -> str:
+    """A name (an operator's, a kernel's, a learner's label) made safe to show anywhere.
+
+    Runs of whitespace of any kind become one space and the ends are stripped; then every
+    character but ASCII letters, digits, ``_.:<>-[](),/``, the space and ``…`` becomes
+    ``?``; a result longer than CLEAN_NAME_CHARS is cut to that many with ``…`` as its last
+    character; an empty one is ``?``.  So no name can ping (``@``), end a code span (a
+    backtick), hold a control character or break a line, wherever it is shown; and cleaning
+    a clean name changes nothing.
+    """
+    spaced = " ".join(text.split())
+    safe = "".join(c if c in NAME_SAFE_CHARACTERS else "?" for c in spaced)
+    if len(safe) > CLEAN_NAME_CHARS:
+        safe = safe[: CLEAN_NAME_CHARS - 1] + "…"
+    return safe or "?"
 
 
 def shape_of(obj: Any) -> tuple[str, tuple[int, ...]]:
@@ -114,6 +157,7 @@ def encode_request(request: SandboxRequest) -> tuple[dict[str, Any], bytes]:
                 "function": call.function,
                 "label": call.label,
                 "trace": call.trace,
+                "profile": call.profile,
                 "args": [tensor_meta(arg) for arg in call.args],
             }
             for call in request.calls
@@ -155,6 +199,7 @@ def decode_request(header: dict[str, Any], payload: bytes) -> SandboxRequest:
                 args=tuple(args),
                 label=text_of(raw, "label", MAX_NAME_CHARS),
                 trace=field_of(raw, "trace", bool),
+                profile=field_of(raw, "profile", bool),
             )
         )
     if offset != len(payload):
@@ -186,13 +231,78 @@ def call_to_json(result: CallResult) -> dict[str, Any]:
         "error": result.error,
         "ops": list(result.ops),
         "duration_s": result.duration_s,
+        "profile": None if result.profile is None else [op_to_json(op) for op in result.profile],
+        "profile_problem": result.profile_problem,
     }
 
 
+def op_to_json(op: OpTime) -> dict[str, Any]:
+    return {
+        "name": op.name,
+        "self_s": op.self_s,
+        "count": op.count,
+        "top_level": op.top_level,
+        "kernel": op.kernel,
+    }
+
+
+def op_from_json(obj: Any, limit_s: float) -> OpTime:
+    """One profile entry as the job sent it (its name not yet cleaned)."""
+    if not isinstance(obj, dict) or set(obj) != _PROFILE_ENTRY_KEYS:
+        raise ProtocolError("bad profile entry")
+    count = count_of(obj, "count", 1, MAX_PROFILE_COUNT)
+    kernel = field_of(obj, "kernel", bool)
+    return OpTime(
+        name=text_of(obj, "name", MAX_NAME_CHARS),
+        self_s=seconds_of(obj, "self_s", limit_s),
+        count=count,
+        top_level=count_of(obj, "top_level", 0, 0 if kernel else count),
+        kernel=kernel,
+    )
+
+
+def profile_from_json(
+    obj: dict[str, Any], expected: Call, status: str, limit_s: float
+) -> tuple[tuple[OpTime, ...] | None, str]:
+    """A call's profile and why it has none: only on a call that asked for one and ran, at
+    most MAX_PROFILE_OPS distinct entries, each time within ``limit_s`` (the job's wall
+    limit); names cleaned here (``clean_name``), entries that cleaning made equal summed,
+    sorted by self time, descending."""
+    raw = field_of(obj, "profile", (list, type(None)))
+    problem = text_of(obj, "profile_problem", MAX_PROFILE_PROBLEM_CHARS)
+    if not expected.profile and (raw is not None or problem):
+        raise ProtocolError("a profile came with a call that did not ask for one")
+    if raw is None:
+        return None, problem
+    if problem or status not in ("ok", "raised"):
+        raise ProtocolError("a profile came with a call that did not run under the profiler")
+    if len(raw) > MAX_PROFILE_OPS:
+        raise ProtocolError(f"a profile of more than {MAX_PROFILE_OPS} entries")
+    sent: set[tuple[str, bool]] = set()
+    merged: dict[tuple[str, bool], OpTime] = {}
+    for entry in raw:
+        op = op_from_json(entry, limit_s)
+        if (op.name, op.kernel) in sent:
+            raise ProtocolError("a profile lists an operator twice")
+        sent.add((op.name, op.kernel))
+        key = (clean_name(op.name), op.kernel)
+        same = merged.get(key)
+        merged[key] = OpTime(
+            key[0],
+            op.self_s + (same.self_s if same else 0.0),
+            op.count + (same.count if same else 0),
+            op.top_level + (same.top_level if same else 0),
+            op.kernel,
+        )
+    ordered = sorted(merged.values(), key=lambda op: (-op.self_s, op.name, op.kernel))
+    return tuple(ordered), ""
+
+
 def call_from_json(
-    obj: Any, payload: memoryview, offset: int, expected: Call
+    obj: Any, payload: memoryview, offset: int, expected: Call, limit_s: float
 ) -> tuple[CallResult, int]:
-    """Validate one call result against the call that was asked for."""
+    """Validate one call result against the call that was asked for; ``limit_s`` bounds
+    every time it reports (the job's wall limit)."""
     if not isinstance(obj, dict):
         raise ProtocolError("call result is not an object")
     if obj.get("function") != expected.function or obj.get("label") != expected.label:
@@ -208,6 +318,7 @@ def call_from_json(
         if status != "ok":
             raise ProtocolError("a tensor came with a failed call")
         tensor, offset = take_tensor(obj["tensor"], payload, offset)
+    profile, problem = profile_from_json(obj, expected, status, limit_s)
     result = CallResult(
         function=expected.function,
         label=expected.label,
@@ -217,6 +328,8 @@ def call_from_json(
         error=text_of(obj, "error", MAX_ERROR_CHARS),
         ops=tuple(ops),
         duration_s=seconds_of(obj, "duration_s"),
+        profile=profile,
+        profile_problem=problem,
     )
     return result, offset
 

@@ -31,6 +31,7 @@ from sandbox.codec import (
 )
 from sandbox.framing import FrameReader, ProtocolError
 from sandbox.jail import FEED_FD
+from sandbox.profiling import CallProfiler
 from sandbox.tracer import OpRecorder
 from sandbox.turns import Answer, TensorShape, TurnSource, decode_go, decode_turn, encode_answer
 
@@ -136,6 +137,8 @@ class Runner:
         self.out = out
         self.module = types.ModuleType(MODULE_NAME)
         self.source, self.filename, self.trace_ops = "", "", False
+        self.wall_s = 0.0
+        self.began = perf_counter()  # the job started just before
         self.kept: torch.Tensor | None = None
 
     def run(self, request: SandboxRequest) -> NoReturn:
@@ -144,6 +147,7 @@ class Runner:
             request.filename,
             request.trace_ops,
         )
+        self.wall_s = request.limits.wall_s
         self._redirect_streams()
         torch.set_num_threads(self.threads)
         if not self._load():
@@ -189,17 +193,33 @@ class Runner:
             error = clip(f"could not build the inputs: {describe(exc, '')}", MAX_ERROR_CHARS)
             return CallResult(**base, status="raised", error=error), is_memory_error(exc)
         recorder = OpRecorder() if self.trace_ops and call.trace else None
+        profiler = (
+            CallProfiler(self.device, self.wall_s, self.began + self.wall_s)
+            if call.profile
+            else None
+        )
+        if profiler is not None:
+            profiler.start()  # never raises: a profiler that did not start says why
         started = perf_counter()
         try:
-            value = self._invoke(function, args, recorder)
+            value = self._invoke(function, args, recorder, profiler)
         except SystemExit as exc:
             self._exit_like(exc)
         except BaseException as exc:
             ops = recorder.ops if recorder else ()
             error = describe(exc, self.filename)
-            result = CallResult(**base, status="raised", error=error, ops=ops)
+            profile, problem = profiler.finish() if profiler is not None else (None, "")
+            result = CallResult(
+                **base,
+                status="raised",
+                error=error,
+                ops=ops,
+                profile=profile,
+                profile_problem=problem,
+            )
             return result, is_memory_error(exc)
         duration = max(perf_counter() - started, 0.0)
+        profile, problem = profiler.finish() if profiler is not None else (None, "")
         ops = recorder.ops if recorder else ()
         tensor, error = from_torch(value) if issubclass(type(value), torch.Tensor) else (None, "")
         result = CallResult(
@@ -210,18 +230,34 @@ class Runner:
             error=error,
             ops=ops,
             duration_s=duration,
+            profile=profile,
+            profile_problem=problem,
         )
         return result, False
 
-    def _invoke(self, function: Any, args: list[torch.Tensor], recorder: OpRecorder | None) -> Any:
-        if recorder is None:
-            value = function(*args)
-        else:
-            with recorder:
-                value = function(*args)
+    def _invoke(
+        self,
+        function: Any,
+        args: list[torch.Tensor],
+        recorder: OpRecorder | None,
+        profiler: CallProfiler | None = None,
+    ) -> Any:
+        mark = profiler.mark if profiler is not None else None
+        if mark is None:
+            value = self._apply(function, args, recorder)
+        else:  # the mark holds the learner's function alone: not the wait below
+            with mark:
+                value = self._apply(function, args, recorder)
         if self.device == "cuda":
             torch.cuda.synchronize()
         return value
+
+    @staticmethod
+    def _apply(function: Any, args: list[torch.Tensor], recorder: OpRecorder | None) -> Any:
+        if recorder is None:
+            return function(*args)
+        with recorder:
+            return function(*args)
 
     def serve_feed(self, turn: TurnSource, feed: int, reader: FrameReader) -> NoReturn:
         """A speed-trial turn (``sandbox.turns``): allocate the input buffers, load, then

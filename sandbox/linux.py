@@ -128,6 +128,11 @@ def keep_freed_memory(largest: int = 32 << 20) -> None:
             raise OSError(f"mallopt({option}) failed")
 
 
+def trim_malloc() -> None:
+    """Give the heap's free memory back to the system (glibc's ``malloc_trim``)."""
+    _libc.malloc_trim(ctypes.c_size_t(0))
+
+
 def limit_malloc_arenas(count: int) -> None:
     """Cap glibc's per-thread arenas, which each reserve 64 MiB of address space."""
     if _libc.mallopt(ctypes.c_int(M_ARENA_MAX), ctypes.c_int(count)) != 1:

@@ -21,6 +21,7 @@ class Transcript:
         one job whose stream the zygote reads itself)."""
         self.request = request
         self.remaining_output = limits.output_bytes
+        self.wall_s = limits.wall_s  # no time a job reports can be longer
         self.loaded = False
         self.load_error = ""
         self.calls: list[CallResult] = []
@@ -57,7 +58,7 @@ class Transcript:
     def _accept_call(self, header: dict[str, Any], payload: bytes, expected: Call) -> None:
         if len(payload) > self.remaining_output:
             raise OversizeError("returned tensors exceed the output limit")
-        call, end = call_from_json(header, memoryview(payload), 0, expected)
+        call, end = call_from_json(header, memoryview(payload), 0, expected, self.wall_s)
         if end != len(payload):
             raise ProtocolError("call payload does not match its tensor")
         self.remaining_output -= len(payload)

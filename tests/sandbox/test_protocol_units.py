@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import os
 import struct
 import time
@@ -12,11 +13,14 @@ from typing import Any
 
 import pytest
 
-from sandbox.api import CallResult, Limits, RawTensor
+from sandbox.api import CallResult, Limits, OpTime, RawTensor
 from sandbox.codec import (
+    CLEAN_NAME_CHARS,
+    MAX_PROFILE_OPS,
     JobKind,
     JobOrder,
     call_to_json,
+    clean_name,
     clip,
     decode_request,
     encode_request,
@@ -103,9 +107,12 @@ def test_read_gives_up_at_the_deadline(pipe: tuple[int, int]) -> None:
 
 
 def test_requests_round_trip() -> None:
-    original = request("def add(a, b):\n    return a + b\n", device="cuda", trace_ops=False)
+    profiled = dataclasses.replace(add_call(1, "p")[0], profile=True)
+    calls = (add_call()[0], profiled)
+    original = request("def add(a, b):\n    return a + b\n", calls, device="cuda", trace_ops=False)
     header, payload = encode_request(original)
     assert decode_request(header, payload) == original
+    assert [call.profile for call in decode_request(header, payload).calls] == [False, True]
 
 
 def _calls_job() -> tuple[Any, list[tuple[dict[str, Any], bytes]]]:
@@ -159,6 +166,9 @@ CALL_MUTATIONS: dict[str, tuple[int, Callable[[dict[str, Any]], None]]] = {
     "shape-too-big": (1, _set(("tensor", "shape"), [3])),
     "tensor-on-failure": (2, _set(("tensor",), {"dtype": "uint8", "shape": [0]})),
     "duration": (1, _set(("duration_s",), -1.0)),
+    "duration-nan": (1, _set(("duration_s",), float("nan"))),
+    # 400 digits: float() of it raises OverflowError, which must not escape to the worker
+    "duration-huge-int": (1, _set(("duration_s",), 10**400)),
     "ops": (1, _set(("ops",), [1, 2])),
     "error-type": (2, _set(("error",), ["a"])),
     "error-size": (2, _set(("error",), "x" * 20_000)),
@@ -192,6 +202,164 @@ def test_a_frame_after_done_is_refused() -> None:
     job, frames = _calls_job()
     with pytest.raises(ProtocolError, match="after the end"):
         _transcribe(job, [*frames, ({"kind": "done"}, b"")])
+
+
+# -- profiles: the job measuring itself, validated and cleaned ---------------------------
+
+
+def _profiled_job(
+    profile: tuple[OpTime, ...] | None, *, asked: bool = True, status: str = "ok", problem: str = ""
+) -> tuple[Any, list[tuple[dict[str, Any], bytes]]]:
+    """A request of one call (profiled when ``asked``) and the frames of a job that answers it
+    with ``profile``."""
+    call = dataclasses.replace(add_call(0, "p")[0], profile=asked)
+    job = request("", (call,))  # FAST: a wall limit of 3 s
+    result = CallResult("add", "p", status, profile=profile, profile_problem=problem)  # type: ignore[arg-type]
+    header = call_to_json(result) | {"kind": "call", "memory": False}
+    return job, [({"kind": "loaded"}, b""), (header, b""), ({"kind": "done"}, b"")]
+
+
+HONEST = (
+    OpTime("aten::tanh", 0.002, 1, 1, False),
+    OpTime("aten::mul", 0.001, 3, 2, False),
+    OpTime("void at::native::elementwise_kernel<128, 4>(int)", 0.0005, 2, 0, True),
+)
+
+
+def test_a_profile_is_read_with_its_call() -> None:
+    job, frames = _profiled_job(HONEST)
+    (call,) = _transcribe(job, frames).calls
+    assert call.profile == HONEST
+    assert call.profile_problem == ""
+
+
+def test_a_profiled_call_may_come_back_without_a_profile_saying_why() -> None:
+    job, frames = _profiled_job(None, problem="the profiler did not start: RuntimeError: no")
+    (call,) = _transcribe(job, frames).calls
+    assert (call.profile, call.profile_problem) == (
+        None,
+        "the profiler did not start: RuntimeError: no",
+    )
+
+
+def test_profile_names_are_cleaned_merged_and_sorted_by_the_reader() -> None:
+    sent = (
+        OpTime("@everyone `evil`\n", 0.001, 1, 1, False),
+        OpTime("#everyone *evil*\t", 0.002, 2, 1, False),  # the same name once cleaned
+        OpTime("a" * 100, 0.0025, 1, 0, False),
+        OpTime("@everyone `evil`\n", 0.0001, 1, 0, True),  # a kernel: kept apart
+    )
+    job, frames = _profiled_job(sent)
+    (call,) = _transcribe(job, frames).calls
+    assert call.profile == (
+        OpTime("?everyone ?evil?", 0.003, 3, 2, False),
+        OpTime("a" * (CLEAN_NAME_CHARS - 1) + "…", 0.0025, 1, 0, False),
+        OpTime("?everyone ?evil?", 0.0001, 1, 0, True),
+    )
+
+
+def _entry(**change: Any) -> Callable[[dict[str, Any]], None]:
+    def mutate(header: dict[str, Any]) -> None:
+        header["profile"][0].update(change)
+
+    return mutate
+
+
+#: mutations of the honest call frame of ``_profiled_job(HONEST)``
+PROFILE_MUTATIONS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "too-many": lambda h: h.update(
+        profile=[{**h["profile"][0], "name": f"op{i}"} for i in range(MAX_PROFILE_OPS + 1)]
+    ),
+    "ten-thousand": lambda h: h.update(
+        profile=[{**h["profile"][0], "name": f"op{i}"} for i in range(10_000)]
+    ),
+    "duplicate": lambda h: h["profile"].append(dict(h["profile"][0])),
+    "not-a-list": _set(("profile",), {"aten::mul": 1}),
+    "entry-not-an-object": _set(("profile",), [["aten::mul", 0.1, 1, 1, False]]),
+    "extra-key": _entry(flops=1),
+    "missing-key": lambda h: h["profile"][0].pop("kernel"),
+    "self-nan": _entry(self_s=float("nan")),
+    "self-infinite": _entry(self_s=float("inf")),
+    "self-negative": _entry(self_s=-1e-6),
+    "self-over-the-wall-limit": _entry(self_s=3.5),
+    "self-huge-int": _entry(self_s=10**400),
+    "self-string": _entry(self_s="0.1"),
+    "self-bool": _entry(self_s=True),
+    "count-zero": _entry(count=0),
+    "count-huge": _entry(count=10**10),
+    "count-float": _entry(count=1.0),
+    "count-bool": _entry(count=True),
+    "top-over-count": _entry(top_level=2),
+    "top-negative": _entry(top_level=-1),
+    "kernel-at-top-level": lambda h: h["profile"][2].update(top_level=1),
+    "kernel-int": _entry(kernel=1),
+    "name-type": _entry(name=["aten::mul"]),
+    "name-too-long": _entry(name="x" * 300),
+    "problem-with-a-profile": _set(("profile_problem",), "it failed"),
+    "problem-too-long": lambda h: h.update(profile=None, profile_problem="x" * 5000),
+    "problem-type": lambda h: h.update(profile=None, profile_problem=None),
+    "profile-missing": lambda h: h.pop("profile"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROFILE_MUTATIONS))
+def test_profile_validation_rejects(name: str) -> None:
+    job, frames = _profiled_job(HONEST)
+    PROFILE_MUTATIONS[name](frames[1][0])
+    with pytest.raises(ProtocolError):
+        _transcribe(job, frames)
+
+
+@pytest.mark.parametrize(
+    ("profile", "problem"),
+    [(HONEST, ""), ((), ""), (None, "made up")],
+    ids=["ops", "empty", "problem"],
+)
+def test_a_call_that_did_not_ask_for_a_profile_gets_none(
+    profile: tuple[OpTime, ...] | None, problem: str
+) -> None:
+    job, frames = _profiled_job(profile, asked=False, problem=problem)
+    with pytest.raises(ProtocolError, match="did not ask for one"):
+        _transcribe(job, frames)
+
+
+@pytest.mark.parametrize("status", ["not_defined", "not_callable", "skipped"])
+def test_a_call_that_never_ran_has_no_profile(status: str) -> None:
+    job, frames = _profiled_job(HONEST, status=status)
+    with pytest.raises(ProtocolError, match="did not run under the profiler"):
+        _transcribe(job, frames)
+    job, frames = _profiled_job(None, status=status)
+    assert _transcribe(job, frames).calls[0].profile is None
+
+
+CLEANED = {
+    "aten::addmm": "aten::addmm",
+    "void at::native::(anonymous namespace)::k<float>(int, float*)": (
+        "void at::native::(anonymous namespace)::k<float>(int, float?)"
+    ),
+    "@everyone `evil`\n": "?everyone ?evil?",
+    "<@&123456> @here": "<??123456> ?here",
+    "a\n\n\tb\r\nc  d\u2028e": "a b c d e",
+    "  padded  ": "padded",
+    "\x00\x1b[31mred\x7f": "??[31mred?",
+    "**bold** ~~x~~ ||spoiler|| # h": "??bold?? ??x?? ??spoiler?? ? h",
+    "caf\u00e9 \u202eevil \u200bzero": "caf? ?evil ?zero",
+    "": "?",
+    " \n\t ": "?",
+    "x" * CLEAN_NAME_CHARS: "x" * CLEAN_NAME_CHARS,
+    "y" * (CLEAN_NAME_CHARS + 1): "y" * (CLEAN_NAME_CHARS - 1) + "…",
+    "@" * 10_000: "?" * (CLEAN_NAME_CHARS - 1) + "…",
+}
+
+
+@pytest.mark.parametrize("raw", sorted(CLEANED))
+def test_clean_name(raw: str) -> None:
+    cleaned = clean_name(raw)
+    assert cleaned == CLEANED[raw]
+    assert 1 <= len(cleaned) <= CLEAN_NAME_CHARS
+    assert not {"@", "`", "\n", "\r", "#", "*", "|", "~"} & set(cleaned)
+    assert cleaned.isprintable()
+    assert clean_name(cleaned) == cleaned  # cleaning twice changes nothing
 
 
 def _ended() -> dict[str, Any]:
