@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from pydantic import TypeAdapter, ValidationError
@@ -40,6 +41,16 @@ class Check:
 SPEED_INSTRUMENT = 2
 
 
+class Bound(StrEnum):
+    """What limits a speed-ranked call (``graders.bottleneck`` decides, by rules its docstring
+    states): a roof it nearly reaches, per-operator overhead, or neither roof."""
+
+    COMPUTE = "compute"
+    MEMORY = "memory"
+    OVERHEAD = "overhead"
+    NEITHER = "neither"  # below both roofs: an operator's own throughput bounds it
+
+
 @dataclass(frozen=True)
 class SpeedResult:
     """A speed trial: the worker's own clock timed a trusted reference and the learner's
@@ -67,6 +78,15 @@ class SpeedResult:
     #: what the boards rank: a lower confidence bound of ``ratio`` (luck cannot raise it
     #: much); the ratio itself for instrument 1, which had none
     board_ratio: float | None = None
+    #: what place it on a roofline: the bytes the op must move and the FLOPs it must do
+    #: (the speed reference's lower bounds), the GFLOP/s each side reached in its fastest call
+    #: (as the GB/s above), the host's compute roof, and the bound they name
+    moved_bytes: int | None = None
+    flops: int | None = None
+    achieved_gflops: float | None = None
+    reference_gflops: float | None = None
+    peak_gflops: float | None = None
+    bound: Bound | None = None
 
     @property
     def ranked_ratio(self) -> float:
@@ -81,10 +101,32 @@ class SpeedResult:
 
 
 @dataclass(frozen=True)
+class OpShare:
+    """One operator of a profile: its self time per call and its share of the call's."""
+
+    name: str  # cleaned by the sandbox's decoder: safe to show anywhere
+    self_s: float
+    share: float  # of ``OpProfile.total_s``
+    count: float  # times it ran per call
+
+
+@dataclass(frozen=True)
+class OpProfile:
+    """The learner's function profiled by ``torch.profiler`` in its own sandboxed process:
+    advice, never ranked (the process measured itself).  Per call of the function."""
+
+    operators: float  # operators the learner's code called directly
+    total_s: float  # the self time of every operator together
+    top: tuple[OpShare, ...]  # the largest by self time, largest first
+    kernels: float | None = None  # GPU kernels launched; None on a CPU
+
+
+@dataclass(frozen=True)
 class TrialOutcome:
     """A speed trial as the worker ran it (``bot.worker.speed_trial``): a ranked result, or
     why there is none (``our_fault``: the reference or the sandbox failed, not the learner).
-    The grader turns it into its verdict's speed part (``Grader.judge_speed``)."""
+    The grader turns it into its verdict's speed part (``Grader.judge_speed``).  After a
+    ranked trial the worker may profile the function too (``profile``, or why not)."""
 
     result: SpeedResult | None
     reason: str = ""
@@ -92,17 +134,21 @@ class TrialOutcome:
     samples: tuple[tuple[float, float], ...] = ()  # (reference_s, learner_s) per pair
     learner_output: str = ""  # what the learner's job printed
     seconds: float = 0.0  # the whole trial, loads included
+    profile: OpProfile | None = None
+    profile_problem: str = ""  # why a profile that was asked for is missing
 
 
 @dataclass(frozen=True)
 class HostPeak:
-    """The peak memory bandwidth a trial's roofline reading is set against, where it ran:
-    measured at start on a CPU host, the datasheet's on a GPU (``graders.roofline``)."""
+    """The roofs a trial's result is placed under, where it ran: peak memory bandwidth and
+    float32 compute, measured at start on a CPU host, the datasheet's on a GPU
+    (``graders.roofline``)."""
 
     device: str  # "cpu" or "cuda"
     name: str  # the CPU model, or the GPU's name as the driver reports it
     gbs: float | None  # 10⁹ bytes per second; None for a GPU with no datasheet peak on file
     source: str = ""  # where the peak comes from: "a measured", "the H200's datasheet"
+    gflops: float | None = None  # the compute roof: float32 10⁹ FLOP/s, measured or datasheet
 
 
 def format_ratio(ratio: float) -> str:
@@ -135,6 +181,7 @@ class Verdict:
     device: str = "cpu"
     notes: tuple[str, ...] = ()  # e.g. "dropped 2 IPython magic lines"
     speed: SpeedResult | None = None  # a passing speed-ranked task's trial; never XP
+    profile: OpProfile | None = None  # the function's own profile, after its trial; advice
 
     @classmethod
     def internal_error(cls, task: str, message: str) -> Verdict:
@@ -147,6 +194,7 @@ class Verdict:
         data["checks"] = [asdict(c) for c in self.checks]
         data["notes"] = list(self.notes)
         data["speed"] = asdict(self.speed) if self.speed is not None else None
+        data["profile"] = asdict(self.profile) if self.profile is not None else None
         return data
 
     @classmethod

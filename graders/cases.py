@@ -10,8 +10,10 @@ forbidden names (made only once its results are correct, so an empty stub earns 
 and any checks ``extra_checks`` adds.
 
 A speed-ranked task's verdict is the grader's too: after a pass the worker runs the trial
-and hands it to ``judge_speed``, which adds what it found (the result to rank, a note, and
-whatever the task's ``roofline_reading`` makes of the bandwidth) and scores again.
+(and profiles the function) and hands them to ``judge_speed``, which adds what it found (the
+result to rank, a note, the bound they name in a sentence (``graders.bottleneck``), the
+profile, and whatever the task's ``roofline_reading`` makes of the bandwidth) and scores
+again.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import torch
 
 from graders.base import Check, HostPeak, Plan, TrialOutcome, Verdict, VerdictStatus
+from graders.bottleneck import name_bound, profile_note
 from graders.comparison import Case, compare
 from graders.declaration import Declaration
 from graders.job_status import job_verdict
@@ -124,24 +127,35 @@ class CaseGrader:
 
     def judge_speed(self, verdict: Verdict, trial: TrialOutcome, peak: HostPeak) -> Verdict:
         """``verdict`` (a pass) with the speed trial the worker ran after it: the result to
-        rank (carrying ``peak``), a note of how fast it was or why it is not ranked, and
-        what ``roofline_reading`` makes of it, scored again.  A trial that failed on our
-        side makes the verdict an error: no score, no XP."""
+        rank (placed under ``peak``'s roofs, with the bound they name), a note of how fast it
+        was or why it is not ranked, the bound in a sentence, the profile (advice), and what
+        ``roofline_reading`` makes of it, scored again.  A trial that failed on our side makes
+        the verdict an error: no score, no XP."""
         if trial.result is None and trial.our_fault:
             return Verdict.internal_error(
                 verdict.task, f"the speed trial could not run on our side: {trial.reason}"
             )
         result = trial.result
-        note = (
-            f"Speed: {result.describe()}, timed by the worker on fresh inputs."
-            if result is not None
-            else f"Speed not ranked: {trial.reason}."
-        )
-        if result is not None and peak.gbs is not None:
-            result = dataclasses.replace(result, peak_gbs=peak.gbs)
+        notes: list[str] = []
+        if result is None:
+            notes.append(f"Speed not ranked: {trial.reason}.")
+        else:
+            notes.append(f"Speed: {result.describe()}, timed by the worker on fresh inputs.")
+            naming = name_bound(result, trial.profile, peak)
+            result = dataclasses.replace(
+                result, peak_gbs=peak.gbs, peak_gflops=peak.gflops, bound=naming.bound
+            )
+            if naming.sentence:
+                notes.append(naming.sentence)
+            if trial.profile is not None:
+                notes.append(profile_note(trial.profile))
+            elif trial.profile_problem:
+                notes.append(f"The profile could not be taken: {trial.profile_problem}.")
         reading = self.roofline_reading(trial, peak)
         return rescored(
-            dataclasses.replace(verdict, speed=result), reading.checks, (note, *reading.notes)
+            dataclasses.replace(verdict, speed=result, profile=trial.profile),
+            reading.checks,
+            (*notes, *reading.notes),
         )
 
     def roofline_reading(self, trial: TrialOutcome, peak: HostPeak) -> Reading:

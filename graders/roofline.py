@@ -1,22 +1,16 @@
-"""The roofline reading of a speed trial: achieved memory bandwidth against the host's peak.
+"""The roofs of a host and the bandwidth check of a task whose lesson is bandwidth.
 
-Pure judgement (no timing happens here): the trial (``bot.worker.speed_trial``) measures the
-compute time of the learner's function and of the eager reference by the worker's clock, the
-worker knows its peak (measured at start on a CPU host, the datasheet's on a GPU), and this
-turns them into one verdict check that names the bottleneck.
+The worker knows its roofs (``HostPeak``): measured at start on a CPU host, the datasheet's
+on a GPU (``DATASHEETS``, looked up with ``gpu_peak``).  Every speed verdict places the
+learner's call under them and names its bound (``graders.bottleneck``).
 
-A GPU's fused pointwise kernel streams near its HBM peak, so there the reading is a check that
-passes at half the datasheet peak, which eager code does not reach.  One CPU core evaluating
-tanh runs out of arithmetic long before it saturates memory: here a chain fused in place reached
-about 10% of the measured peak and the eager chain 9% (bench/speed_trials.py), closer than a
-busy host's noise.  A CPU check would pass or fail the same file by luck, so on a CPU the
-reading is reported in the verdict (``cpu_reading``) and not judged.
-
-A grader whose lesson is bandwidth says so in its ``roofline_reading`` hook
-(``graders.cases.CaseGrader``), with ``bandwidth_lesson``; every other speed-ranked task
-carries the figures on its result and says nothing of them.  The datasheet peaks of the GPUs
-this knows are here too (``PEAK_BANDWIDTH``): the worker looks its GPU up with ``gpu_peak``.
-Torch-free.
+A task whose lesson is bandwidth (fused-gelu) says so in its ``roofline_reading`` hook
+(``graders.cases.CaseGrader``), with ``bandwidth_lesson``.  A GPU's fused pointwise kernel
+streams near its HBM peak, so there the reading is a check that passes at half the
+datasheet peak, which eager code does not reach.  One CPU core evaluating tanh runs out of
+arithmetic long before it saturates memory: here a chain fused in place reached about 10% of
+the measured peak and the eager chain 9% (bench/speed_trials.py), closer than a busy host's
+noise, so on a CPU nothing is judged.  Pure judgement, no timing; torch-free.
 """
 
 from __future__ import annotations
@@ -34,45 +28,62 @@ IMPLAUSIBLE_FRACTION = 1.05
 #: at or above this fraction the op is called memory-bandwidth bound
 BOUND_FRACTION = 0.5
 
-#: (pattern on the lowercased device name, label, datasheet HBM/GDDR peak in bytes/s);
-#: first match wins, so the more specific variants come first.  Unknown names get no peak.
-PEAK_BANDWIDTH: tuple[tuple[str, str, float], ...] = (
-    (r"\bh200\b", "H200", 4.8e12),
-    (r"\bh100\b.*\bpcie\b", "H100 PCIe", 2.0e12),
-    (r"\bh100\b.*\bnvl\b", "H100 NVL", 3.9e12),
-    (r"\bh100\b.*\b(sxm\w*|hbm3)\b", "H100 SXM", 3.35e12),
-    (r"\ba100\b.*\b80gb\b.*\bpcie\b", "A100 80GB PCIe", 1.935e12),
-    (r"\ba100\b.*\bsxm\w*\b.*\b80gb\b", "A100 80GB SXM", 2.039e12),
-    (r"\ba100\b.*\b40gb\b", "A100 40GB", 1.555e12),
-    (r"\bl4\b", "L4", 3.0e11),
-    (r"\ba10g?\b", "A10", 6.0e11),
-    (r"\bt4\b", "T4", 3.2e11),
-    (r"\brtx 4090\b", "RTX 4090", 1.008e12),
+
+@dataclass(frozen=True)
+class Datasheet:
+    """A GPU's datasheet roofs: HBM/GDDR bandwidth and float32 (non-tensor-core) compute,
+    which float32 matmuls use (torch leaves TF32 off for them by default)."""
+
+    label: str
+    bytes_per_s: float
+    flops_per_s: float
+
+
+#: (pattern on the lowercased device name, its datasheet); first match wins, so the more
+#: specific variants come first.  Unknown names get no roofs.
+DATASHEETS: tuple[tuple[str, Datasheet], ...] = (
+    (r"\bh200\b", Datasheet("H200", 4.8e12, 67e12)),
+    (r"\bh100\b.*\bpcie\b", Datasheet("H100 PCIe", 2.0e12, 51e12)),
+    (r"\bh100\b.*\bnvl\b", Datasheet("H100 NVL", 3.9e12, 60e12)),
+    (r"\bh100\b.*\b(sxm\w*|hbm3)\b", Datasheet("H100 SXM", 3.35e12, 67e12)),
+    (r"\ba100\b.*\b80gb\b.*\bpcie\b", Datasheet("A100 80GB PCIe", 1.935e12, 19.5e12)),
+    (r"\ba100\b.*\bsxm\w*\b.*\b80gb\b", Datasheet("A100 80GB SXM", 2.039e12, 19.5e12)),
+    (r"\ba100\b.*\b40gb\b", Datasheet("A100 40GB", 1.555e12, 19.5e12)),
+    (r"\bl4\b", Datasheet("L4", 3.0e11, 30.3e12)),
+    (r"\ba10g?\b", Datasheet("A10", 6.0e11, 31.2e12)),
+    (r"\bt4\b", Datasheet("T4", 3.2e11, 8.1e12)),
+    (r"\brtx 4090\b", Datasheet("RTX 4090", 1.008e12, 82.6e12)),
 )
 
 
 @functools.lru_cache(maxsize=8)
-def peak_for(name: str) -> tuple[str, float] | None:
-    """The datasheet peak bandwidth of a GPU by name, or None when it is not in the table."""
+def peak_for(name: str) -> Datasheet | None:
+    """The datasheet roofs of a GPU by name, or None when it is not in the table."""
     lowered = name.lower()
-    for pattern, label, peak in PEAK_BANDWIDTH:
+    for pattern, sheet in DATASHEETS:
         if re.search(pattern, lowered):
-            return label, peak
+            return sheet
     return None
 
 
 def gpu_peak(name: str) -> HostPeak:
-    """A GPU's peak by the name its driver reports (read by the trusted process): the
+    """A GPU's roofs by the name its driver reports (read by the trusted process): the
     datasheet's, or none for a GPU not in the table."""
     found = peak_for(name)
     if found is None:
         return HostPeak("cuda", name, None)
-    return HostPeak("cuda", name, found[1] / 1e9, f"the {found[0]}'s datasheet")
+    return HostPeak(
+        "cuda",
+        name,
+        found.bytes_per_s / 1e9,
+        f"the {found.label}'s datasheet",
+        found.flops_per_s / 1e9,
+    )
 
 
-def measured_peak(cpu_model: str, bandwidth_gbs: float) -> HostPeak:
-    """A CPU host's peak: the bandwidth its worker measured on the job core at start."""
-    return HostPeak("cpu", cpu_model, bandwidth_gbs, "a measured")
+def measured_peak(cpu_model: str, bandwidth_gbs: float, gflops: float | None = None) -> HostPeak:
+    """A CPU host's roofs: what its worker measured on the job core at start."""
+    return HostPeak("cpu", cpu_model, bandwidth_gbs, "a measured", gflops)
 
 
 @dataclass(frozen=True)
@@ -86,12 +97,12 @@ class Reading:
 
 def bandwidth_lesson(function: str, trial: TrialOutcome, peak: HostPeak) -> Reading:
     """The reading of a task whose lesson is bandwidth: on a GPU a check against the
-    datasheet's peak (not judged when none is on file), on a CPU host a note."""
+    datasheet's peak (not judged when none is on file).  On a CPU host nothing more than
+    every speed verdict's bound (``graders.bottleneck``): one core evaluating tanh runs out of
+    arithmetic long before memory, and fusing gains less there than the host's noise, so a
+    check would pass or fail the same file by luck."""
     if peak.device == "cuda":
         return Reading(checks=(_gpu_check(function, trial, peak),))
-    if trial.result is not None and peak.gbs is not None:
-        result = trial.result
-        return Reading(notes=(cpu_reading(result.achieved_gbs, peak.gbs, result.reference_gbs),))
     return Reading()
 
 
@@ -148,17 +159,4 @@ def bandwidth_check(
         False,
         f"{reading}: {bottleneck(fraction)}; the pass mark is {GPU_FRACTION:.0%}. Each eager op "
         "reads and writes the whole tensor: fuse the chain, e.g. with torch.compile.",
-    )
-
-
-def cpu_reading(achieved_gbs: float | None, peak_gbs: float, reference_gbs: float | None) -> str:
-    """The roofline line a CPU verdict carries as a note: reported, not judged."""
-    if achieved_gbs is None:
-        return "Roofline: no bandwidth could be worked out this time."
-    against = f"; {achieved_gbs / reference_gbs:.2f}× the eager chain's" if reference_gbs else ""
-    return (
-        f"Roofline: {achieved_gbs:.1f} GB/s of a measured {peak_gbs:.1f} GB/s: "
-        f"{bottleneck(achieved_gbs / peak_gbs)}{against}. Reported, not judged, on a CPU host: "
-        "one core evaluating tanh runs out of arithmetic long before memory, and fusing gains "
-        "less there than the host's noise."
     )

@@ -40,6 +40,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="skip the speed trial of a speed-ranked task (the verdict says so)",
     )
+    grade.add_argument(
+        "--profile",
+        action="store_true",
+        help="after a speed-ranked task's trial, profile the function too: the verdict names "
+        "its bound and a roofline picture is written next to FILE",
+    )
     grade.add_argument("--list", action="store_true", help="list the gradable tasks")
     grade.add_argument(
         "--seed",
@@ -94,7 +100,12 @@ def grade_file(args: argparse.Namespace, settings: Settings, sandbox: Zygote | N
     if args.file is None or args.task is None or sandbox is None:
         raise UserError(
             "usage: brrrbot grade FILE --task QUEST/TASK [--seed N] [--json] [--watch] "
-            "[--no-trial] (or --list)"
+            "[--no-trial] [--profile] (or --list)"
+        )
+    if args.profile and (args.no_trial or args.watch):
+        raise UserError(
+            "--profile profiles a speed trial's function, so it needs the trial: drop "
+            f"{'--no-trial' if args.no_trial else '--watch'}"
         )
     code = local.grade_command(
         settings,
@@ -106,6 +117,7 @@ def grade_file(args: argparse.Namespace, settings: Settings, sandbox: Zygote | N
         as_json=args.json,
         watch=args.watch,
         trial=not args.no_trial,
+        profile=args.profile,
     )
     # Done: the sandbox is closed and the verdict printed.  Tearing down an interpreter that
     # imported torch takes half a second and frees nothing the kernel would not.

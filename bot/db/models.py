@@ -35,6 +35,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from bot.db.states import JobStatus, SubmissionStatus
 from bot.db.types import UTCDateTime, utcnow
+from graders.base import Bound
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -54,12 +55,12 @@ class Base(DeclarativeBase):
     }
 
 
-def _states(states: type[StrEnum]) -> Enum:
+def _states(states: type[StrEnum], name: str = "status") -> Enum:
     """A status column: VARCHAR(16) holding the member's value, read back as the member, and
-    a CHECK constraint ``ck_<table>_status`` that refuses any other value."""
+    a CHECK constraint ``ck_<table>_<name>`` that refuses any other value."""
     return Enum(
         states,
-        name="status",
+        name=name,
         native_enum=False,
         create_constraint=True,
         length=16,
@@ -492,3 +493,13 @@ class SpeedRecord(CreatedAt, Base):
     pairs: Mapped[int] = mapped_column(Integer)
     instrument: Mapped[int] = mapped_column(Integer)  # which instrument measured it
     board_ratio: Mapped[float] = mapped_column(Float)  # what the boards rank
+    # what places it on a roofline (``graders.base.SpeedResult``); NULL before revision 0011
+    moved_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    flops: Mapped[int | None] = mapped_column(BigInteger)
+    achieved_gbs: Mapped[float | None] = mapped_column(Float)
+    reference_gbs: Mapped[float | None] = mapped_column(Float)
+    achieved_gflops: Mapped[float | None] = mapped_column(Float)
+    reference_gflops: Mapped[float | None] = mapped_column(Float)
+    peak_gbs: Mapped[float | None] = mapped_column(Float)
+    peak_gflops: Mapped[float | None] = mapped_column(Float)
+    bound: Mapped[Bound | None] = mapped_column(_states(Bound, "bound"))

@@ -12,6 +12,7 @@ verdicts waiting for a retry.
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 from collections.abc import Callable
 
@@ -22,6 +23,8 @@ from bot.app import BrrrBot
 from bot.background import PassLoop
 from bot.delivery import outcomes
 from bot.delivery.transport import PendingVerdict, RouteRefused, Transport
+from bot.presentation.roofline_charts import ROOFLINE_FILENAME, verdict_chart
+from bot.presentation.roofline_image import roofline_png
 from bot.presentation.verdicts import delivered_verdict, verdict_notice
 
 log = logging.getLogger(__name__)
@@ -107,21 +110,21 @@ class DiscordTransport:
         self.bot = bot
 
     async def edit_reply(self, pending: PendingVerdict) -> None:
-        content, embed = await self._message(pending)
+        content, embed, files = await self._message(pending)
         assert pending.reply_token is not None
         webhook = discord.Webhook.partial(
             self.bot.application_id or 0, pending.reply_token, client=self.bot
         )
         try:
-            await webhook.edit_message("@original", content=content, embed=embed)
+            await webhook.edit_message("@original", content=content, embed=embed, attachments=files)
         except discord.HTTPException as exc:
             raise RouteRefused(f"edit failed: {exc}") from exc
 
     async def send_dm(self, pending: PendingVerdict) -> None:
-        content, embed = await self._message(pending)
+        content, embed, files = await self._message(pending)
         try:
             user = self.bot.get_user(pending.user_id) or await self.bot.fetch_user(pending.user_id)
-            await user.send(content=content, embed=embed)
+            await user.send(content=content, embed=embed, files=files)
         except discord.HTTPException as exc:
             raise RouteRefused(f"DM failed: {exc}") from exc
 
@@ -146,14 +149,25 @@ class DiscordTransport:
         except discord.HTTPException as exc:
             raise RouteRefused(f"post in channel {channel_id} failed: {exc}") from exc
 
-    async def _message(self, pending: PendingVerdict) -> tuple[str, discord.Embed]:
-        return delivered_verdict(
+    async def _message(
+        self, pending: PendingVerdict
+    ) -> tuple[str, discord.Embed, list[discord.File]]:
+        """The verdict's text and embed, and its roofline picture (drawn off the event loop)
+        as the embed's image when the verdict has one."""
+        title = await self._task_title(pending)
+        content, embed = delivered_verdict(
             pending.verdict,
-            task_title=await self._task_title(pending),
+            task_title=title,
             award=pending.award,
             submission_id=pending.submission_id,
             task_ref=pending.task_ref,
         )
+        chart = verdict_chart(pending.verdict, title)
+        if chart is None:
+            return content, embed, []
+        png = await asyncio.to_thread(roofline_png, chart)
+        embed.set_image(url=f"attachment://{ROOFLINE_FILENAME}")
+        return content, embed, [discord.File(io.BytesIO(png), filename=ROOFLINE_FILENAME)]
 
     async def _task_title(self, pending: PendingVerdict) -> str:
         try:

@@ -28,6 +28,9 @@ from bot.presentation.board_embeds import weekly_post_embed
 from bot.presentation.images import weekly_chart
 from bot.presentation.limits import batch_embeds
 from bot.presentation.quest_embeds import quest_embeds
+from bot.presentation.roofline_charts import ROOFLINE_FILENAME, fastest_chart
+from bot.presentation.roofline_image import roofline_png
+from bot.presentation.speed_board_embeds import fastest_picture
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +42,11 @@ THREAD_ALREADY_EXISTS = 160004
 
 @dataclass(frozen=True)
 class Part:
-    """One message of a post: its embeds and, for the weekly post, the chart they show."""
+    """One message of a post: its embeds and, for the weekly post, the pictures they show
+    (file name, PNG)."""
 
     embeds: list[discord.Embed]
-    image: bytes | None = None
+    images: tuple[tuple[str, bytes], ...] = ()
 
 
 class Schedule(commands.Cog):
@@ -128,17 +132,22 @@ class DiscordPosts:
             post.week.key, post.highlights, post.champions, post.fastest_title
         )
         embed.set_image(url=f"attachment://{IMAGE_NAME}")
-        return [Part([embed], image=chart)]
+        embeds, images = [embed], [(IMAGE_NAME, chart)]
+        fastest = post.highlights.fastest
+        picture = fastest_chart(fastest, post.fastest_title) if fastest is not None else None
+        if fastest is not None and picture is not None:
+            shown = fastest_picture(fastest, title=post.fastest_title)
+            shown.set_image(url=f"attachment://{ROOFLINE_FILENAME}")
+            embeds.append(shown)
+            images.append((ROOFLINE_FILENAME, await asyncio.to_thread(roofline_png, picture)))
+        return [Part(embeds, images=tuple(images))]
 
     async def send(self, channel_id: int, part: Part) -> int:
         """Send one message of a post (a fresh file object each time: a file sends once)."""
         channel = self._channel(channel_id)
         try:
-            if part.image is None:
-                message = await channel.send(embeds=part.embeds)
-            else:
-                image = discord.File(io.BytesIO(part.image), filename=IMAGE_NAME)
-                message = await channel.send(embeds=part.embeds, file=image)
+            files = [discord.File(io.BytesIO(png), filename=name) for name, png in part.images]
+            message = await channel.send(embeds=part.embeds, files=files)
         except discord.HTTPException as exc:
             raise SendRefused(str(exc)) from exc
         return message.id

@@ -61,10 +61,12 @@ class BadSpec(ValueError):
 
 @dataclass(frozen=True)
 class SpeedSpec:
-    """A speed-ranked task's trial: which function races which reference (graders.speed)."""
+    """A speed-ranked task's trial: which function races which reference (graders.speed),
+    and whether the function is profiled after a ranked trial (advice for the learner)."""
 
     function: str
     reference: str
+    profile: bool = True
 
 
 @dataclass(frozen=True)

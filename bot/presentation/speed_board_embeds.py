@@ -125,3 +125,19 @@ def fastest_line(fastest: FastestOfWeek, *, title: str | None) -> str:
         f"<@{fastest.user_id}>, {format_ratio(fastest.board_ratio)}× the reference on "
         f"{safe_name(fastest.device)}"
     )
+
+
+def fastest_picture(fastest: FastestOfWeek, *, title: str | None) -> Embed:
+    """The embed that shows the week's fastest result on its roofline (the caller sets the
+    attached picture as its image): where the winner's code sat under its worker's roofs,
+    beside the reference's."""
+    return Embed(
+        title=truncate(f"⚡ {task_label(title, fastest.task_ref)} on the roofline", TITLE),
+        description=truncate(
+            f"<@{fastest.user_id}>'s run, {format_ratio(fastest.board_ratio)}× the reference on "
+            f"{safe_name(fastest.device)}: their point and the reference's under that worker's "
+            "bandwidth and compute roofs.",
+            DESCRIPTION,
+        ),
+        colour=style.BOARD,
+    )

@@ -43,6 +43,7 @@ from bot.db.dialect import upsert
 from bot.db.models import Member, SpeedRecord
 from bot.progress.periods import Period
 from graders.base import SPEED_INSTRUMENT, SpeedResult
+from graders.bottleneck import RooflineFigures
 
 #: entries shown per device class
 PER_DEVICE = 10
@@ -98,6 +99,7 @@ class FastestOfWeek:
     ratio: float
     device: str
     achieved_at: datetime
+    figures: RooflineFigures | None = None  # for its roofline picture; None if never measured
 
 
 async def record_speed(
@@ -122,6 +124,7 @@ async def record_speed(
         "spread": speed.spread,
         "pairs": speed.pairs,
         "created_at": now,
+        **{name: getattr(speed, name) for name in _FIGURES},
     }
     statement = upsert(session, SpeedRecord).values(
         guild_id=guild_id,
@@ -132,6 +135,40 @@ async def record_speed(
     )
     await session.execute(
         statement.on_conflict_do_update(index_elements=[SpeedRecord.submission_id], set_=values)
+    )
+
+
+#: what places a result on a roofline: stored as the worker measured it (NULL before 0011)
+_FIGURES = (
+    "moved_bytes",
+    "flops",
+    "achieved_gbs",
+    "reference_gbs",
+    "achieved_gflops",
+    "reference_gflops",
+    "peak_gbs",
+    "peak_gflops",
+    "bound",
+)
+
+
+def _figures(row: SpeedRecord) -> RooflineFigures | None:
+    if (
+        row.moved_bytes is None
+        or row.flops is None
+        or row.achieved_gflops is None
+        or row.peak_gbs is None
+        or not row.moved_bytes
+    ):
+        return None
+    return RooflineFigures(
+        row.moved_bytes,
+        row.flops,
+        row.achieved_gflops,
+        row.reference_gflops,
+        row.peak_gbs,
+        row.peak_gflops,
+        row.bound,
     )
 
 
@@ -296,22 +333,29 @@ async def fastest_of_week(
     task_ref, count = busiest
     best = (
         await session.execute(
-            select(
-                SpeedRecord.member_id,
-                Member.user_id,
-                Member.display_name,
-                SpeedRecord.board_ratio,
-                SpeedRecord.ratio,
-                SpeedRecord.device,
-                SpeedRecord.created_at,
-            )
+            select(SpeedRecord, Member.user_id, Member.display_name)
             .join(Member, Member.id == SpeedRecord.member_id)
             .where(*in_week, SpeedRecord.task_ref == task_ref)
             .order_by(SpeedRecord.board_ratio.desc(), SpeedRecord.created_at, SpeedRecord.id)
             .limit(1)
         )
     ).first()
-    return None if best is None else FastestOfWeek(week.key, task_ref, count, *best)
+    if best is None:
+        return None
+    row, user_id, display_name = best
+    return FastestOfWeek(
+        week.key,
+        task_ref,
+        count,
+        row.member_id,
+        user_id,
+        display_name,
+        row.board_ratio,
+        row.ratio,
+        row.device,
+        row.created_at,
+        _figures(row),
+    )
 
 
 @dataclass(frozen=True)
@@ -329,6 +373,16 @@ class ExportedSpeedResult:
     instrument: int  # which instrument measured it (an older one's results no longer rank)
     board_ratio: float  # what the boards rank
     recorded_at: datetime
+    # where it sat on the roofline, and the bound named (None before they were kept)
+    moved_bytes: int | None
+    flops: int | None
+    achieved_gbs: float | None
+    reference_gbs: float | None
+    achieved_gflops: float | None
+    reference_gflops: float | None
+    peak_gbs: float | None
+    peak_gflops: float | None
+    bound: str | None
 
 
 async def member_speed_results(
@@ -348,6 +402,7 @@ async def member_speed_results(
             SpeedRecord.instrument,
             SpeedRecord.board_ratio,
             SpeedRecord.created_at,
+            *(getattr(SpeedRecord, name) for name in _FIGURES),
         )
         .where(SpeedRecord.member_id == member_id)
         .order_by(SpeedRecord.id)

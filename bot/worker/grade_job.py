@@ -6,11 +6,12 @@ and the grader judges after the job process is gone.  Everything about the
 task comes from the spec, so a worker grades without any quest files.
 
 A pass of a speed-ranked task gets its speed trial here (``bot.worker.speed_trial``, the
-worker's own clock), which is handed to the grader with this host's peak bandwidth: the
-grader turns it into its verdict (``Grader.judge_speed``).  A speed result never changes XP:
-it rides on the verdict (``Verdict.speed``) for the boards.  The trial's physics floor uses
-this host's roof: the cache-resident bandwidth and the matmul FLOP/s it measured on a CPU,
-the datasheet's bandwidth on a GPU.
+worker's own clock) and, when the spec asks, a profile of the function in what is left of the
+trial's budget (``bot.worker.op_profile``: advice); both are handed to the grader with this
+host's roofs, and the grader turns them into its verdict (``Grader.judge_speed``).  A speed
+result never changes XP: it rides on the verdict (``Verdict.speed``) for the boards.  The
+trial's physics floor uses this host's roof: the cache-resident bandwidth and the matmul
+FLOP/s it measured on a CPU, the datasheet's bandwidth on a GPU.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Protocol
 
 from bot.jobs.job_spec import JobSpec, SpeedSpec
 from bot.worker import peaks
-from bot.worker.speed_trial import Roof, run_trial
+from bot.worker.op_profile import profile_function
+from bot.worker.speed_trial import DEADLINE_S, Roof, run_trial
 from graders.base import Grader, HostPeak, Verdict
 from graders.registry import load_grader
 from graders.roofline import gpu_peak, measured_peak
@@ -99,12 +101,23 @@ def _with_trial(
     """Run the speed trial ``spec`` asks for and hand it to the grader, which judges it."""
     peak = host_peak(device)  # on a CPU host, measured at the first call
     trial = run_trial(
-        speed, spec.source, spec.filename, sandbox, spec.limits, device, roof=_roof(device, peak)
+        speed, spec.source, spec.filename, sandbox, spec.limits, device, roof=roof_of(device, peak)
     )
+    if trial.result is not None and speed.profile:
+        profile, problem = profile_function(
+            speed,
+            spec.source,
+            spec.filename,
+            sandbox,
+            spec.limits,
+            device,
+            wall_s=DEADLINE_S - trial.seconds,
+        )
+        trial = dataclasses.replace(trial, profile=profile, profile_problem=problem)
     return grader.judge_speed(verdict, trial, peak)
 
 
-def _roof(device: str, peak: HostPeak) -> Roof:
+def roof_of(device: str, peak: HostPeak) -> Roof:
     """What no honest call can beat here (``speed_trial.Roof``)."""
     if device == "cuda":
         return Roof(peak.gbs, None)
@@ -113,12 +126,12 @@ def _roof(device: str, peak: HostPeak) -> Roof:
 
 
 def host_peak(device: str) -> HostPeak:
-    """This host's peak bandwidth on ``device``: the datasheet's for this GPU (none when it
-    is not in the table), the one measured on the job core on a CPU host."""
+    """This host's roofs on ``device``: the datasheet's for this GPU (none when it is not in
+    the table), the ones measured on the job core on a CPU host."""
     if device == "cuda":
         return gpu_peak(gpu_name())
     measured = peaks.current()
-    return measured_peak(measured.cpu_model, measured.bandwidth_gbs)
+    return measured_peak(measured.cpu_model, measured.bandwidth_gbs, measured.gflops)
 
 
 def gpu_name() -> str:

@@ -30,6 +30,7 @@ from bot.worker import peaks
 from bot.worker.file_watch import FileWatch
 from bot.worker.grade_job import grade_prepared
 from graders.base import Verdict
+from graders.bottleneck import RooflineFigures
 from sandbox import Zygote, minimum_ok
 
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2}
@@ -67,9 +68,12 @@ def grade_command(
     as_json: bool = False,
     watch: bool = False,
     trial: bool = True,
+    profile: bool = False,
 ) -> int:
     """``brrrbot grade``: print the verdict and return its exit code (or, with ``watch``,
-    grade again on every save until Ctrl-C).  ``trial=False`` skips a speed trial.
+    grade again on every save until Ctrl-C).  ``trial=False`` skips a speed trial;
+    ``profile`` profiles the function after it and writes the roofline picture next to
+    ``path``.
 
     ``sandbox`` is on its way up (``launch_sandbox``): it warms up and probes its isolation
     while the quest content loads on the other core.
@@ -90,9 +94,38 @@ def grade_command(
             spec = without_trial(spec, "speed trial skipped (--no-trial)")
         elif spec.speed is not None:
             peaks.remembered(roofline_file())
+            speed = dataclasses.replace(spec.speed, profile=profile)
+            spec = dataclasses.replace(spec, speed=speed)
         verdict = grade_prepared(spec, zygote, seed=seed)
+    picture = roofline_picture(verdict, path) if profile else None
     print(render(verdict, as_json=as_json))
+    if profile:  # beside the JSON, not in it: stdout stays one object
+        print(picture_line(verdict, picture), file=sys.stderr if as_json else sys.stdout)
     return EXIT_CODES[verdict.status]
+
+
+def roofline_picture(verdict: Verdict, path: Path) -> Path | None:
+    """Write the verdict's roofline picture next to the graded file (``NAME.roofline.png``);
+    None when the verdict has none to draw."""
+    from bot.presentation.roofline_charts import roofline_chart  # Pillow: only with --profile
+    from bot.presentation.roofline_image import roofline_png
+
+    figures = RooflineFigures.of(verdict.speed) if verdict.speed is not None else None
+    if figures is None or verdict.speed is None:
+        return None
+    target = path.with_name(f"{path.stem}.roofline.png")
+    target.write_bytes(roofline_png(roofline_chart(figures, verdict.task, verdict.speed.device)))
+    return target
+
+
+def picture_line(verdict: Verdict, picture: Path | None) -> str:
+    """What ``--profile`` says of the picture: where it is and, in words, what it shows."""
+    from bot.presentation.roofline_charts import roofline_summary
+
+    figures = RooflineFigures.of(verdict.speed) if verdict.speed is not None else None
+    if picture is None or figures is None:
+        return "roofline: no picture (the trial placed nothing on a roofline)"
+    return f"roofline: {roofline_summary(figures)}; picture written to {picture}"
 
 
 def _watch(

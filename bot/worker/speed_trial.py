@@ -326,9 +326,10 @@ class _Trial:
         learner_s = statistics.median(le for _, le in samples)
         reference_s = statistics.median(r for r, _ in samples)
         moved = self.module.moved_bytes(*self.last_inputs)
-        # GB/s from each side's fastest call: what slows a call (the host's other work, its
-        # speed swinging under a hypervisor) only ever adds time, so the fastest is the
-        # steadiest reading of the work itself
+        flops = self.module.flops(*self.last_inputs)
+        # GB/s and GFLOP/s from each side's fastest call: what slows a call (the host's other
+        # work, its speed swinging under a hypervisor) only ever adds time, so the fastest is
+        # the steadiest reading of the work itself
         fastest_learner = min(le for _, le in samples)
         fastest_reference = min(r for r, _ in samples)
         return SpeedResult(
@@ -338,10 +339,14 @@ class _Trial:
             spread=(quartiles[2] - quartiles[0]) / ratio if ratio > 0 else 0.0,
             pairs=len(samples),
             device=device_name(device),
-            achieved_gbs=_gbs(moved, fastest_learner),
-            reference_gbs=_gbs(moved, fastest_reference),
+            achieved_gbs=_per_second(moved, fastest_learner),
+            reference_gbs=_per_second(moved, fastest_reference),
             instrument=SPEED_INSTRUMENT,
             board_ratio=lower_bound_of_median(ratios),
+            moved_bytes=moved,
+            flops=flops,
+            achieved_gflops=_per_second(flops, fastest_learner),
+            reference_gflops=_per_second(flops, fastest_reference),
         )
 
 
@@ -362,8 +367,9 @@ def _off_the_job_core() -> Iterator[None]:
             os.sched_setaffinity(0, allowed)
 
 
-def _gbs(moved: int, seconds: float) -> float | None:
-    return moved / seconds / 1e9 if seconds > 0 else None
+def _per_second(amount: int, seconds: float) -> float | None:
+    """Bytes or FLOPs per second, in 10⁹ (GB/s, GFLOP/s)."""
+    return amount / seconds / 1e9 if seconds > 0 else None
 
 
 def _first_line(text: str) -> str:

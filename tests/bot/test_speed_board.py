@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import sqlite3
 import time
@@ -20,6 +21,7 @@ from datetime import UTC
 
 import pytest
 import pytest_asyncio
+from PIL import Image
 
 from bot.content import BuildTask
 from bot.presentation.speed_board_embeds import (
@@ -72,9 +74,11 @@ async def _passes(
     board_ratio: float | None = None,
     instrument: int = SPEED_INSTRUMENT,
     task: str = BUILD_TASK,
+    figures: dict[str, float | int] | None = None,
 ) -> None:
-    """``user`` submits (their first submission); it then passes with a speed trial, written as
-    a worker writes a verdict (the bot settles it)."""
+    """``user`` submits (their first submission); it then passes with a speed trial (with
+    ``figures``: placed on a roofline), written as a worker writes a verdict (the bot settles
+    it)."""
     queued = await (await world.submit(user, task=task)).original(timeout=15)
     assert queued.content.startswith("Queued"), queued.content
     ((submission_id,),) = _query(
@@ -91,6 +95,7 @@ async def _passes(
         device=device,
         instrument=instrument,
         board_ratio=board_ratio,
+        **(figures or {}),  # type: ignore[arg-type]
     )
     verdict = Verdict(task, "passed", 1.0, (Check("correct", True, "ok"),), "", speed=trial)
     finished = START.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
@@ -125,7 +130,9 @@ async def test_speed_board_ranks_per_device_and_the_week_names_the_fastest(world
         (dan, 9.9, 9.9, GPU),
     )
     for user, ratio, board_ratio, device in trials:
-        await _passes(world, user, ratio, device, board_ratio)
+        await _passes(
+            world, user, ratio, device, board_ratio, figures=PLACED if user is ada else None
+        )
     await _passes(world, eve, 5.0, GPU, instrument=1)  # the previous instrument: retired
     await _until_recorded(world, 5)
     _, task = seed_content().find_task(BUILD_TASK)
@@ -190,6 +197,52 @@ async def test_speed_board_ranks_per_device_and_the_week_names_the_fastest(world
     assert (
         f"⚡ Fastest of the week: **{task_label(task.title, BUILD_TASK)}** — <@{ada.id}>, "
         f"3.1× the reference on {GPU}" in weekly.embeds[0]["description"]
+    )
+    # ada's verdict showed her run on its roofline; the week's post shows it again, drawn
+    # from what her row kept: her point where it was in the verdict's picture
+    verdict = await world.fake.wait_for_dm(ada, lambda m: m.content.startswith("Passed"), 15)
+    assert verdict.embeds[0]["image"]["url"] == "attachment://roofline.png"
+    (drawn,) = verdict.attachments
+    assert drawn.filename == "roofline.png"
+    picture = weekly.embeds[1]
+    assert picture["title"] == f"⚡ {task_label(task.title, BUILD_TASK)} on the roofline"
+    assert picture["image"]["url"] == "attachment://roofline.png"
+    assert [a.filename for a in weekly.attachments] == ["week.png", "roofline.png"]
+    again = weekly.attachments[1]
+    assert _centre(drawn.data, LEARNER_COLOUR) == _centre(again.data, LEARNER_COLOUR)
+    assert _centre(drawn.data, REFERENCE_COLOUR) == _centre(again.data, REFERENCE_COLOUR)
+    # bob's trial carried no figures: his verdict has no picture
+    plain = await world.fake.wait_for_dm(bob, lambda m: m.content.startswith("Passed"), 15)
+    assert plain.attachments == [] and "image" not in plain.embeds[0]
+
+
+#: ada's trial on the GPU: 8 MB moved, 6 MFLOP, 2.9 TB/s and 2.2 TFLOP/s reached
+PLACED = {
+    "moved_bytes": 8_392_704,
+    "flops": 6_291_456,
+    "achieved_gbs": 2900.0,
+    "reference_gbs": 900.0,
+    "achieved_gflops": 2174.0,
+    "reference_gflops": 675.0,
+    "peak_gbs": 4800.0,
+    "peak_gflops": 67000.0,
+}
+#: the learner's filled orange marker and the reference's green ring (Okabe-Ito)
+LEARNER_COLOUR, REFERENCE_COLOUR = (230, 159, 0), (0, 158, 115)
+
+
+def _centre(png: bytes, colour: tuple[int, int, int]) -> tuple[int, int]:
+    """Where the pixels of exactly ``colour`` sit on a picture, to the pixel."""
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    assert image.size == (800, 500)
+    pixels = image.load()
+    found = [
+        (x, y) for x in range(image.width) for y in range(image.height) if pixels[x, y] == colour
+    ]
+    assert found, colour
+    return (
+        round(sum(x for x, _ in found) / len(found)),
+        round(sum(y for _, y in found) / len(found)),
     )
 
 

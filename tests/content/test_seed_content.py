@@ -120,3 +120,29 @@ def test_every_build_task_matches_its_grader(seed: Content) -> None:
     assert len(tasks) >= 8
     for task in tasks:
         assert load_grader(task.grader).interface == task.function_names(), task.id
+
+
+def test_every_speed_ranked_prompt_says_what_the_learner_will_see(seed: Content) -> None:
+    """A trial, the bound in a sentence, a profile that is only advice, a roofline picture,
+    and the terminal command that shows the same."""
+    ranked = [
+        (f"{quest.id}/{task.id}", task)
+        for quest in seed.quests
+        for task in quest.tasks
+        if isinstance(task, BuildTask) and task.speed is not None
+    ]
+    assert {ref for ref, _ in ranked} == {
+        "transformer-internals/stable-softmax",
+        "transformer-internals/attention-from-scratch",
+        "tensor-puzzles/broadcasting-drills",
+        "roofline/fused-gelu",
+    }
+    for ref, task in ranked:
+        prompt = " ".join(task.prompt.split())  # as Markdown reads it: wrapped lines join
+        for said in (
+            "profiles your function once (your own process timing itself: advice, never ranked)",
+            "compute-bound, memory-bound, overhead-bound, or below both roofs",
+            "shows a roofline picture: this worker's bandwidth slope and compute ceiling",
+            f"`brrrbot grade FILE --task {ref} --profile`",
+        ):
+            assert said in prompt, (ref, said)

@@ -499,3 +499,76 @@ async def test_sqlite_migrations_run_with_foreign_keys_off_and_leave_none_dangli
             assert (await connection.execute(text("PRAGMA foreign_keys"))).scalar() == 1
     finally:
         await engine.dispose()
+
+
+#: ``speed_results`` as revision 0010 left it
+SPEED_RESULTS_0010 = sa.table(
+    "speed_results",
+    *(sa.column(name, sa.Integer()) for name in ("guild_id", "member_id", "submission_id")),
+    *(sa.column(name, sa.String()) for name in ("task_ref", "device")),
+    *(
+        sa.column(name, sa.Float())
+        for name in ("ratio", "learner_s", "reference_s", "spread", "board_ratio")
+    ),
+    *(sa.column(name, sa.Integer()) for name in ("pairs", "instrument")),
+    sa.column("created_at", UTCDateTime()),
+)
+
+
+async def test_0011_adds_the_roofline_figures_empty_and_refuses_an_unknown_bound(
+    empty_url: str,
+) -> None:
+    """A row stored before keeps every value and gets no made-up figures; the bound column
+    accepts only the four bounds; the downgrade keeps the row."""
+    engine = make_engine(empty_url)
+    try:
+        await migrate.upgrade(engine, "0010")
+        world = World(make_sessionmaker(engine))
+        ada = await world.member(1)
+        submission_id = await _submission(world, ada)
+        async with engine.begin() as connection:
+            await connection.execute(
+                SPEED_RESULTS_0010.insert().values(
+                    guild_id=GUILD_ID,
+                    member_id=ada,
+                    submission_id=submission_id,
+                    task_ref=TASK,
+                    device="AMD EPYC",
+                    ratio=1.5,
+                    learner_s=0.002,
+                    reference_s=0.003,
+                    spread=0.05,
+                    board_ratio=1.4,
+                    pairs=50,
+                    instrument=SPEED_INSTRUMENT,
+                    created_at=timeline.now(),
+                )
+            )
+        await migrate.upgrade(engine)
+        figures = "moved_bytes, flops, achieved_gbs, achieved_gflops, peak_gbs, peak_gflops, bound"
+        async with engine.connect() as connection:
+            row = (
+                await connection.execute(text(f"SELECT ratio, {figures} FROM speed_results"))
+            ).one()
+            assert tuple(row) == (1.5, None, None, None, None, None, None, None)
+            assert await connection.run_sync(_diff) == []
+        for bound, accepted in (("neither", True), ("fast", False)):
+            async with engine.connect() as connection:
+                update = text("UPDATE speed_results SET bound = :bound")
+                if accepted:
+                    await connection.execute(update, {"bound": bound})
+                else:
+                    with pytest.raises(IntegrityError):
+                        await connection.execute(update, {"bound": bound})
+                await connection.rollback()
+        await migrate.downgrade(engine, "0010")
+        async with engine.connect() as connection:
+            assert await connection.run_sync(_speed_rows) == [(submission_id, 1.5, 2, 1.4)]
+            columns = {c["name"] for c in await connection.run_sync(_speed_columns)}
+        assert "bound" not in columns and "moved_bytes" not in columns
+    finally:
+        await engine.dispose()
+
+
+def _speed_columns(connection: Any) -> list[Any]:
+    return list(inspect(connection).get_columns("speed_results"))

@@ -4,6 +4,7 @@ board ratio per device class without hidden members, only results of today's ins
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import subprocess
 import sys
@@ -27,7 +28,8 @@ from bot.progress.speed_results import (
     speed_board,
     speed_task_refs,
 )
-from graders.base import SPEED_INSTRUMENT, Check, SpeedResult, Verdict
+from graders.base import SPEED_INSTRUMENT, Bound, Check, SpeedResult, Verdict
+from graders.bottleneck import RooflineFigures
 from tests import timeline
 from tests.progress.world import BERLIN, GUILD_ID, World
 from tests.support import REPO
@@ -396,3 +398,48 @@ def test_the_speed_board_imports_neither_torch_nor_discord() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stderr
+
+
+async def test_the_roofline_figures_are_kept_and_drawn_again_from_the_row(world: World) -> None:
+    """Settling keeps what placed the trial on the roofline, so the weekly post draws the
+    same picture as the verdict; a row stored without them draws none."""
+    ada, bob = await world.member(1), await world.member(2)
+    measured = dataclasses.replace(
+        trial(4.0, CPU),
+        moved_bytes=8_392_704,
+        flops=6_291_456,
+        achieved_gbs=2.0,
+        reference_gbs=1.4,
+        achieved_gflops=1.5,
+        reference_gflops=1.05,
+        peak_gbs=17.2,
+        peak_gflops=150.0,
+        bound=Bound.NEITHER,
+    )
+    submission_id = await submission(world, ada, speed=measured)
+    assert await settled(world, submission_id)
+    await record(world, bob, 2.0, NOW)  # no figures: measured before they were kept
+    async with world.sessions() as session:
+        stored = (
+            await session.scalars(select(SpeedRecord).where(SpeedRecord.member_id == ada))
+        ).one()
+        best = await fastest_of_week(session, guild_id=GUILD_ID, week=WEEK)
+        exported = await privacy.export(session, guild_id=GUILD_ID, user_id=1, now=NOW)
+    assert (stored.moved_bytes, stored.flops, stored.bound) == (8_392_704, 6_291_456, "neither")
+    assert (stored.achieved_gbs, stored.reference_gbs, stored.peak_gbs) == (2.0, 1.4, 17.2)
+    assert (stored.achieved_gflops, stored.reference_gflops, stored.peak_gflops) == (
+        1.5,
+        1.05,
+        150.0,
+    )
+    assert best is not None and best.member_id == ada
+    assert best.figures == RooflineFigures(
+        8_392_704, 6_291_456, 1.5, 1.05, 17.2, 150.0, Bound.NEITHER
+    )
+    assert exported is not None
+    (mine,) = exported.speed_results
+    assert (mine.moved_bytes, mine.bound, mine.peak_gflops) == (8_392_704, "neither", 150.0)
+    await hide(world, 1)
+    async with world.sessions() as session:
+        second = await fastest_of_week(session, guild_id=GUILD_ID, week=WEEK)
+    assert second is not None and second.member_id == bob and second.figures is None

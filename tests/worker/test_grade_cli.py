@@ -236,8 +236,45 @@ def test_a_speed_ranked_task_reports_its_trial_in_json_and_in_words(tmp_path: Pa
     (note,) = [n for n in verdict["notes"] if n.startswith("Speed: ")]
     assert f"× the reference on {speed['device']}" in note
     assert speed["instrument"] == 2 and 0 < speed["board_ratio"] <= speed["ratio"]
-    assert speed["achieved_gbs"] > 0  # carried for every task, put in words for fused-gelu only
-    assert not [n for n in verdict["notes"] if n.startswith("Roofline:")]
+    assert speed["achieved_gbs"] > 0 and speed["achieved_gflops"] > 0
+    # softmax of 2048×1024 float32: read and write each element (8 bytes), 4 FLOPs on it
+    assert (speed["moved_bytes"], speed["flops"]) == (8 * 2048 * 1024, 4 * 2048 * 1024)
+    assert verdict["profile"] is None  # profiled with --profile only
+
+
+def test_profile_names_the_bound_and_writes_the_picture_next_to_the_file(tmp_path: Path) -> None:
+    source = (SOLUTIONS / "transformer-internals" / "softmax_correct.py").read_text()
+    (tmp_path / "mine.py").write_text(source)
+    task = "transformer-internals/stable-softmax"
+    result = run_cli("grade", "mine.py", "--task", task, "--profile", cwd=tmp_path, env=ENV)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    profiled = [line for line in lines if line.startswith("note: Profile (your code timing")]
+    assert len(profiled) == 1 and "advice, never ranked" in profiled[0]
+    bounds = ("Compute-bound: ", "Memory-bound: ", "Overhead-bound: ", "Below both roofs: ")
+    assert len([line for line in lines if line.removeprefix("note: ").startswith(bounds)]) == 1
+    picture = tmp_path / "mine.roofline.png"
+    # 4 FLOPs per 8 bytes moved: softmax sits at 0.5 FLOP/byte
+    assert re.fullmatch(
+        r"roofline: your code [0-9.e+-]+ GFLOP/s at 0\.5 FLOP/byte, the reference's [0-9.e+-]+; "
+        r"roofs [0-9.e+-]+ GB/s and [0-9.e+-]+ GFLOP/s; picture written to mine\.roofline\.png",
+        lines[-1],
+    ), lines[-1]
+    assert picture.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_profile_needs_the_trial(tmp_path: Path) -> None:
+    solution = SOLUTIONS / "transformer-internals" / "softmax_correct.py"
+    task = "transformer-internals/stable-softmax"
+    result = run_cli(
+        "grade", str(solution), "--task", task, "--profile", "--no-trial", cwd=tmp_path, env=ENV
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "brrrbot: error: --profile profiles a speed trial's function, so it needs the trial: "
+        "drop --no-trial"
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_no_trial_skips_the_speed_trial_and_says_so(tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ from bot.jobs.job_spec import JobSpec, SpeedSpec
 from graders.base import (
     Check,
     HostPeak,
+    OpProfile,
+    OpShare,
     Plan,
     SpeedResult,
     TrialOutcome,
@@ -27,7 +29,9 @@ from sandbox.api import Limits, SandboxRequest, SandboxResult
 
 TASK = "toy/fast"
 PEAK = HostPeak("cpu", "Toy CPU", 12.5, "a measured")
-TRIAL = TrialOutcome(SpeedResult(0.5, 0.02, 0.01, 0.1, 50, "Toy CPU", 3.0, None, 4.0, 2, 0.4))
+TRIAL = TrialOutcome(
+    SpeedResult(0.5, 0.02, 0.01, 0.1, 50, "Toy CPU", 3.0, None, 4.0, 2, 0.4), seconds=4.5
+)
 #: what the grader says of the trial: nothing a worker could have worded
 JUDGED = Verdict(TASK, "failed", 0.25, (Check("fast: speed", False, "too slow"),), "the grader's")
 
@@ -92,10 +96,19 @@ def trials(monkeypatch: pytest.MonkeyPatch) -> list[SpeedSpec]:
         ran.append(speed)
         return TRIAL
 
+    def profile_function(speed: SpeedSpec, *args: Any, wall_s: float) -> tuple[OpProfile, str]:
+        ran.append(dataclasses.replace(speed, function=f"profile {speed.function} {wall_s}"))
+        return PROFILE, ""
+
     monkeypatch.setattr(grade_job, "run_trial", run_trial)
+    monkeypatch.setattr(grade_job, "profile_function", profile_function)
     monkeypatch.setattr(grade_job, "host_peak", lambda device: PEAK)
-    monkeypatch.setattr(grade_job, "_roof", lambda device, peak: None)
+    monkeypatch.setattr(grade_job, "roof_of", lambda device, peak: None)
     return ran
+
+
+#: what the function's profile came to
+PROFILE = OpProfile(1.0, 0.001, (OpShare("aten::softmax", 0.001, 1.0, 1.0),))
 
 
 def test_a_pass_gets_its_trial_and_the_graders_verdict_on_it(
@@ -104,9 +117,15 @@ def test_a_pass_gets_its_trial_and_the_graders_verdict_on_it(
     toy = Toy("passed")
     monkeypatch.setattr(grade_job, "load_grader", lambda name: toy)
     verdict = grade_job.grade_prepared(spec(), Sandbox(), allow_cuda=False)
-    assert trials == [SpeedSpec("fast", "softmax_rows")]
+    # the trial, then the profile in what is left of the trial's 30 s
+    left = 30.0 - TRIAL.seconds
+    assert trials == [
+        SpeedSpec("fast", "softmax_rows"),
+        SpeedSpec(f"profile fast {left}", "softmax_rows"),
+    ]
     ((before, trial, peak),) = toy.handed
-    assert before.status == "passed" and (trial, peak) == (TRIAL, PEAK)
+    assert before.status == "passed" and peak == PEAK
+    assert trial == dataclasses.replace(TRIAL, profile=PROFILE)
     # the grader's verdict as it gave it: only the job's duration, device and notes added
     assert dataclasses.replace(verdict, duration_s=0.0) == dataclasses.replace(
         JUDGED, device="cpu", notes=("dropped 1 IPython magic line",)
@@ -119,3 +138,15 @@ def test_a_failure_gets_no_trial(monkeypatch: pytest.MonkeyPatch, trials: list[S
     verdict = grade_job.grade_prepared(spec(), Sandbox(), allow_cuda=False)
     assert trials == [] and toy.handed == []
     assert verdict.status == "failed" and verdict.speed is None
+
+
+def test_a_spec_that_asks_for_no_profile_gets_none(
+    monkeypatch: pytest.MonkeyPatch, trials: list[SpeedSpec]
+) -> None:
+    toy = Toy("passed")
+    monkeypatch.setattr(grade_job, "load_grader", lambda name: toy)
+    unprofiled = dataclasses.replace(spec(), speed=SpeedSpec("fast", "softmax_rows", profile=False))
+    grade_job.grade_prepared(unprofiled, Sandbox(), allow_cuda=False)
+    assert trials == [SpeedSpec("fast", "softmax_rows", profile=False)]
+    ((_, trial, _),) = toy.handed
+    assert trial == TRIAL and trial.profile is None

@@ -483,6 +483,9 @@ def test_the_figures_are_the_medians_the_bound_and_the_fastest_calls() -> None:
     assert result.pairs == pairs
     assert result.achieved_gbs == pytest.approx(MOVED / min(learner_s[2:]) / 1e9, rel=1e-12)
     assert result.reference_gbs == pytest.approx(MOVED / min(reference_s[2:]) / 1e9, rel=1e-12)
+    assert (result.moved_bytes, result.flops) == (MOVED, FLOPS)
+    assert result.achieved_gflops == pytest.approx(FLOPS / min(learner_s[2:]) / 1e9, rel=1e-12)
+    assert result.reference_gflops == pytest.approx(FLOPS / min(reference_s[2:]) / 1e9, rel=1e-12)
 
 
 @pytest.mark.parametrize("pairs", [10, 30, 51])
