@@ -1,10 +1,11 @@
-"""What a speed trial adds to a cold ``brrrbot grade``: each speed-ranked task graded with its
-trial and with ``--no-trial``, alternating, medians of the whole command's wall time.
+"""What a speed trial adds to a cold ``brrrbot grade``, and what ``--profile`` adds to that:
+each speed-ranked task graded with its trial, with ``--no-trial`` and with ``--profile`` (the
+trial, the profile and the roofline picture), in turns, medians of the whole command's wall time.
 
 Run from the repository root:  .venv/bin/python bench/trial_cost.py [--runs 5]
 
-The issue's bound is 2×: a speed-ranked grade may take at most twice the same command with the
-trial skipped.  Not part of the test suite.
+The bound is 2×: a speed-ranked grade may take at most twice the same command with the trial
+skipped; the profile must fit inside the trial's budget.  Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ TASKS = {
 def _grade(folder: Path, solution: Path, task: str, *extra: str) -> float:
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")}
     env["PYTHONPATH"] = str(REPO)
-    command = [sys.executable, "-m", "bot", "grade", str(solution), "--task", task, *extra]
+    copy = folder / solution.name  # --profile writes its picture beside the file graded
+    copy.write_bytes(solution.read_bytes())
+    command = [sys.executable, "-m", "bot", "grade", str(copy), "--task", task, *extra]
     started = time.perf_counter()
     subprocess.run(command, cwd=folder, env=env, check=True, capture_output=True)
     return time.perf_counter() - started
@@ -43,16 +46,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs of each kind")
     args = parser.parse_args()
-    print("| task | with the trial (s) | --no-trial (s) | ratio |")
-    print("| --- | --- | --- | --- |")
+    print(
+        "| task | with the trial (s) | --no-trial (s) | ratio | --profile (s) "
+        "| the profile adds (s) |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    kinds = {"trial": (), "none": ("--no-trial",), "profile": ("--profile",)}
     with tempfile.TemporaryDirectory() as folder:
         for task, solution in TASKS.items():
-            timed: dict[bool, list[float]] = {True: [], False: []}
+            timed: dict[str, list[float]] = {kind: [] for kind in kinds}
             for _ in range(args.runs):
-                timed[True].append(_grade(Path(folder), solution, task))
-                timed[False].append(_grade(Path(folder), solution, task, "--no-trial"))
-            with_trial, without = (statistics.median(timed[k]) for k in (True, False))
-            print(f"| {task} | {with_trial:.2f} | {without:.2f} | {with_trial / without:.2f} |")
+                for kind, extra in kinds.items():
+                    timed[kind].append(_grade(Path(folder), solution, task, *extra))
+            trial, none, profile = (statistics.median(timed[kind]) for kind in kinds)
+            print(
+                f"| {task} | {trial:.2f} | {none:.2f} | {trial / none:.2f} | {profile:.2f} "
+                f"| {profile - trial:.2f} |"
+            )
 
 
 if __name__ == "__main__":

@@ -17,14 +17,16 @@ from pathlib import Path
 
 import pytest
 
+import bot.worker.grade_job as grade_job
 import graders.speed
-from bot.jobs.job_spec import SpeedSpec
+from bot.jobs.capabilities import Requirements
+from bot.jobs.job_spec import JobSpec, SpeedSpec
 from bot.presentation.roofline_charts import roofline_chart
 from bot.presentation.roofline_image import roofline_png
 from bot.worker.grade_job import host_peak, roof_of
 from bot.worker.op_profile import profile_function
 from bot.worker.speed_trial import run_trial
-from graders.base import Bound, HostPeak, OpProfile, SpeedResult
+from graders.base import Bound, HostPeak, OpProfile, SpeedResult, TrialOutcome
 from graders.bottleneck import Naming, RooflineFigures, name_bound
 from graders.registry import registry
 from sandbox import Zygote
@@ -158,3 +160,57 @@ def test_the_gelu_chain_sits_below_both_roofs_and_its_dominant_operator_is_named
     assert f"`{leader.name}` takes {leader.share:.0%} of the time" in case.naming.sentence
     assert case.result.achieved_gbs is not None and peak.gbs is not None
     assert case.result.achieved_gbs < peak.gbs / 2  # well under the bandwidth roof
+
+
+HANGS_WHEN_PROFILED = """import time
+
+import torch
+
+
+def softmax(x):
+    if torch.autograd.profiler._is_profiler_enabled:
+        print("PROFILED: hanging", flush=True)
+        time.sleep(3600)
+    e = torch.exp(x - x.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
+"""
+
+
+def test_a_profile_that_runs_out_of_time_leaves_the_verdict_as_it_was(
+    zygote: Zygote, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A function that hangs only under the profiler: its trial ranks it, its profile runs out
+    of what is left of the trial's budget (3 s here), and the verdict is what it would be
+    without a profile, with one line saying why."""
+    speed = SpeedSpec("softmax", "softmax_rows")
+    spec = JobSpec(
+        task_ref="transformer-internals/stable-softmax",
+        grader="stable_softmax",
+        interface=("softmax",),
+        requirements=Requirements(),
+        limits=registry()["stable_softmax"].limits,
+        prefers_cuda=False,
+        filename="hangs.py",
+        source=HANGS_WHEN_PROFILED,
+        speed=speed,
+    )
+    real_trial = grade_job.run_trial
+
+    def trial_with_budget(*args: object, **kwargs: object) -> TrialOutcome:
+        outcome = real_trial(*args, **kwargs)  # type: ignore[arg-type]
+        monkeypatch.setattr(grade_job, "DEADLINE_S", outcome.seconds + 3.0)
+        return outcome
+
+    monkeypatch.setattr(grade_job, "run_trial", trial_with_budget)
+    profiled = grade_job.grade_prepared(spec, zygote)
+    unprofiled = grade_job.grade_prepared(
+        dataclasses.replace(spec, speed=dataclasses.replace(speed, profile=False)), zygote
+    )
+    assert profiled.status == unprofiled.status == "passed"
+    assert profiled.checks == unprofiled.checks and profiled.score == unprofiled.score == 1.0
+    assert profiled.speed is not None and profiled.profile is None
+    assert profiled.notes[-1] == (
+        "The profile could not be taken: the profiled run ended early (time limit 3 s exceeded)."
+    )
+    assert [n for n in unprofiled.notes if n.startswith("The profile")] == []
+    assert len(profiled.notes) == len(unprofiled.notes) + 1
