@@ -75,16 +75,7 @@ class Placement:
 
 def placement(result: SpeedResult, peak: HostPeak) -> Placement | None:
     """The learner's call on ``peak``'s roofline; None when the trial carries no figures."""
-    return _placed(result, result.achieved_gbs, result.achieved_gflops, peak)
-
-
-def reference_placement(result: SpeedResult, peak: HostPeak) -> Placement | None:
-    return _placed(result, result.reference_gbs, result.reference_gflops, peak)
-
-
-def _placed(
-    result: SpeedResult, gbs: float | None, gflops: float | None, peak: HostPeak
-) -> Placement | None:
+    gbs, gflops = result.achieved_gbs, result.achieved_gflops
     if not result.moved_bytes or result.flops is None or gbs is None or gflops is None:
         return None
     return Placement(result.flops / result.moved_bytes, gbs, gflops, peak.gbs, peak.gflops)

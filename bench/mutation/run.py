@@ -83,13 +83,29 @@ def load_modules() -> list[Module]:
 
 
 def load_equivalents() -> dict[str, list[dict[str, str]]]:
-    """module name -> [{operator, line, reason}]: the mutants no test can tell apart."""
+    """module name -> [{operator, line, reason, and optionally mutated}]: the mutants no test
+    can tell apart.  ``mutated`` (the mutated line, stripped) picks one of several mutants an
+    operator makes of one line (a number replaced up or down, one number of several)."""
     table = tomllib.loads((HERE / "equivalent.toml").read_text())
     for name, entries in table.items():
         for entry in entries:
             if not entry.get("reason", "").strip():
                 raise SystemExit(f"equivalent.toml: {name}: {entry} has no reason")
     return table
+
+
+def _key(entry: dict[str, str]) -> tuple[str, str, str]:
+    return entry["operator"], entry["line"].strip(), entry.get("mutated", "").strip()
+
+
+def _mutated_line(diff: str) -> str:
+    """The line a mutant's diff puts in place of the original, stripped."""
+    added = [
+        line[1:]
+        for line in diff.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    return added[0].strip() if added else ""
 
 
 def copy_tree(destination: Path) -> None:
@@ -112,8 +128,13 @@ def copy_tree(destination: Path) -> None:
             shutil.copy2(source, target)
 
 
+#: plugins no guarded module's tests use; loading them costs 1.5 s of every mutant's run
+UNUSED_PLUGINS = ("cacheprovider", "schemathesis", "hypothesispytest", "anyio")
+
+
 def test_command(module: Module) -> str:
-    pytest = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+    pytest = [sys.executable, "-m", "pytest", "-x", "-q"]
+    pytest += [arg for plugin in UNUSED_PLUGINS for arg in ("-p", f"no:{plugin}")]
     return shlex.join([*pytest, *module.tests])
 
 
@@ -150,8 +171,8 @@ def run_module(module: Module, tree: Path, equivalents: list[dict[str, str]]) ->
     cosmic("cosmic-ray", "exec", str(config), str(session), cwd=tree)
     source = (tree / module.path).read_text().splitlines()
     tally = Tally()
-    unmatched = {(entry["operator"], entry["line"].strip()): entry for entry in equivalents}
-    matched: set[tuple[str, str]] = set()
+    unmatched = {_key(entry): entry for entry in equivalents}
+    matched: set[tuple[str, str, str]] = set()
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item, result in db.completed_work_items:
             if result.worker_outcome == WorkerOutcome.SKIPPED:
@@ -164,13 +185,26 @@ def run_module(module: Module, tree: Path, equivalents: list[dict[str, str]]) ->
                 tally.killed += 1
                 continue
             line = mutation.start_pos[0]
-            key = (mutation.operator_name, source[line - 1].strip())
-            if key in unmatched:
+            operator, original = mutation.operator_name, source[line - 1].strip()
+            mutated = _mutated_line(result.diff or "")
+            key = next(
+                (
+                    k
+                    for k in ((operator, original, mutated), (operator, original, ""))
+                    if k in unmatched
+                ),
+                None,
+            )
+            if key is not None:
                 tally.equivalent += 1
                 matched.add(key)
             else:
-                tally.survivors.append(Survivor(key[0], line, key[1], result.diff or ""))
-    tally.stale = [f"{op} @ {text}" for op, text in unmatched if (op, text) not in matched]
+                tally.survivors.append(Survivor(operator, line, original, result.diff or ""))
+    tally.stale = [
+        f"{op} @ {text} {into}".rstrip()
+        for op, text, into in unmatched
+        if (op, text, into) not in matched
+    ]
     tally.wall_s = time.monotonic() - started
     return tally
 

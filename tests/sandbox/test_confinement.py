@@ -11,10 +11,13 @@ every mutant of the confinement code (``bench/mutation``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import platform
+import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from sandbox import confine
 from sandbox.api import MiB
 from sandbox.client import Zygote
 from sandbox.turns import TensorShape, TurnSpec
@@ -260,3 +264,71 @@ def test_a_call_through_another_architectures_entry_point_kills_the_job(
     assert reports(result.stdout, "ATTEMPT") == ["int80"]
     assert reports(result.stdout, "RESULT") == []
     assert (result.status, result.message) == ("crashed", "crashed with SIGSYS during import")
+
+
+WITHOUT_SETPCAP_REPORT = f"""
+from sandbox.client import Zygote
+from sandbox.api import Limits, MiB, SandboxRequest
+limits = Limits(wall_s=5.0, cpu_s=2.0, memory_bytes=512 * MiB)
+with Zygote(modes=("bare",)) as zygote:
+    result = zygote.run(SandboxRequest({REPORT!r}, "submission.py", (), limits))
+    print("MODE", zygote.mode, flush=True)
+    print("RESULT", result.status, result.message, flush=True)
+    print(result.stdout, flush=True)
+"""
+
+
+def test_a_worker_that_cannot_empty_the_bounding_set_still_confines_its_jobs() -> None:
+    """A worker started without CAP_SETPCAP (a container that took it away) cannot drop
+    capabilities from the bounding set: each drop is refused, and that is no failure. Its
+    job still ends up with no capability, under its limits and filter."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or os.getuid() != 0:
+        pytest.skip("needs root and util-linux's setpriv to start a worker without CAP_SETPCAP")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    run = subprocess.run(
+        [setpriv, "--bounding-set=-setpcap", sys.executable, "-c", WITHOUT_SETPCAP_REPORT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert reports(run.stdout, "MODE") == ["bare"]
+    assert reports(run.stdout, "RESULT") == ["ok ok"], run.stdout
+    status = report_of(run.stdout)["status"]
+    assert status["Uid"][0] != "0"
+    for key in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+        assert status[key] == [NO_CAPABILITIES], key
+    setpcap = 1 << 8  # CAP_SETPCAP, still outside the bounding set it was never in
+    assert int(status["CapBnd"][0], 16) & setpcap == 0
+    assert status["NoNewPrivs"] == ["1"] and status["Seccomp"] == ["2"]
+
+
+def test_a_limit_is_lowered_never_raised_past_the_hard_one() -> None:
+    """In a child: with FSIZE at soft 512 KiB under a hard 2 MiB, a job's 1 MiB is granted
+    in full (the soft limit may rise to the hard one); under a hard 768 KiB it gets 768 KiB."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            got = []
+            for hard in (2 * MiB, 768 * 1024):
+                resource.setrlimit(resource.RLIMIT_FSIZE, (512 * 1024, hard))
+                confine._lower(resource.RLIMIT_FSIZE, MiB, MiB)
+                got.append(resource.getrlimit(resource.RLIMIT_FSIZE))
+            os.write(write, json.dumps(got).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    data = os.read(read, 4096)
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert json.loads(data) == [[MiB, MiB], [768 * 1024, 768 * 1024]]
+
+
+def test_a_job_given_under_a_second_of_cpu_gets_one(zygote: Zygote) -> None:
+    """RLIMIT_CPU counts whole seconds: 0.3 s becomes 1, and the kill comes a second later."""
+    result = zygote.run(request(REPORT, limits=dataclasses.replace(FAST, cpu_s=0.3)))
+    assert result.status == "ok", result
+    assert tuple(report_of(result.stdout)["limits"]["RLIMIT_CPU"]) == (1, 2)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
+import inspect
 import math
 import os
 import statistics
@@ -25,6 +27,7 @@ import torch
 
 import graders.speed
 from bot.jobs.job_spec import SpeedSpec
+from bot.worker import speed_trial
 from bot.worker.speed_trial import Roof, run_trial
 from graders.base import TrialOutcome
 from graders.registry import registry
@@ -247,6 +250,20 @@ def test_what_a_call_can_bring_back_instead_of_a_result() -> None:
             "a timed run raised: ValueError: no",
             False,
         ),
+        (  # a job that says it raised and still points at a tensor: it raised
+            "raised, with a tensor",
+            Timed(0.001, Answer("n", "raised", 1, expect, error="ValueError: no")),
+            None,
+            "a timed run raised: ValueError: no",
+            False,
+        ),
+        (  # and one that says it returned, pointing at nothing
+            "returned nothing",
+            Timed(0.001, Answer("n", "returned", 0, None)),
+            None,
+            "a timed run raised: an error",
+            False,
+        ),
         (
             "stopped",
             Timed(0.001, None),
@@ -421,10 +438,13 @@ def test_a_call_faster_than_the_roofs_allow_is_refused_and_one_at_the_floor_is_n
     bandwidth_gbs: float | None, gflops: float | None
 ) -> None:
     floor = floor_s(bandwidth_gbs, gflops)
-    assert Roof(bandwidth_gbs, gflops).floor_s(MOVED, FLOPS) == pytest.approx(floor, rel=1e-12)
+    assert Roof(bandwidth_gbs, gflops).floor_s(MOVED, FLOPS) == floor
     roof = Roof(bandwidth_gbs, gflops)
     reference = steady(floor * 4)
-    assert trial(ScriptedRunner(reference, steady(floor * 1.000001)), roof=roof).result
+    # exactly at the floor is possible; a trillionth under it is not
+    assert trial(ScriptedRunner(reference, steady(floor)), roof=roof).result
+    under = trial(ScriptedRunner(reference, steady(floor * (1 - 1e-12))), roof=roof)
+    assert failed(under).startswith("implausible: a timed run took")
     outcome = trial(ScriptedRunner(reference, steady(floor * 0.99)), roof=roof)
     assert failed(outcome).startswith(
         f"implausible: a timed run took {floor * 0.99 * 1e6:.0f} µs, but moving "
@@ -488,7 +508,7 @@ def test_the_figures_are_the_medians_the_bound_and_the_fastest_calls() -> None:
     assert result.reference_gflops == pytest.approx(FLOPS / min(reference_s[2:]) / 1e9, rel=1e-12)
 
 
-@pytest.mark.parametrize("pairs", [10, 30, 51])
+@pytest.mark.parametrize("pairs", [3, 5, 10, 30, 51])
 def test_the_board_bound_is_the_exact_binomial_order_statistic(pairs: int) -> None:
     learner = [0.001 * (1 + ((5 * i) % pairs) / pairs) for i in range(pairs + 2)]
     runner = ScriptedRunner(steady(0.004), lambda n, right, limit: (learner[n], right))
@@ -496,3 +516,102 @@ def test_the_board_bound_is_the_exact_binomial_order_statistic(pairs: int) -> No
     assert result is not None
     ratios = [0.004 / le for le in learner[2:]]
     assert result.board_ratio == pytest.approx(exact_median_lower_bound(ratios), rel=1e-12)
+
+
+def test_the_turns_are_the_reference_module_and_the_learners_file_living_as_long_as_the_trial() -> (
+    None
+):
+    """The reference's turn runs the reference module's own source as ``reference`` in a file
+    named after it; the learner's runs the file as uploaded; both on the trial's input shapes,
+    under the task's limits with time for the whole trial and 10 s more."""
+    runner = ScriptedRunner(steady(0.004), steady(0.002))
+    run_trial(
+        SPEED,
+        "# the learner's\n",
+        "mine.py",
+        runner,
+        LIMITS,
+        pairs=2,
+        deadline_s=12.5,  # type: ignore[arg-type]
+    )
+    reference, learner = runner.turns["reference"].spec, runner.turns["learner"].spec
+    shapes = (TensorShape("float32", (ROWS, COLUMNS)),)
+    assert (reference.function, reference.filename, reference.inputs) == (
+        "reference",
+        "reference_small_softmax.py",
+        shapes,
+    )
+    assert reference.source == inspect.getsource(small_softmax)
+    assert (learner.source, learner.function, learner.filename, learner.inputs) == (
+        "# the learner's\n",
+        "softmax",
+        "mine.py",
+        shapes,
+    )
+    for spec in (reference, learner):
+        assert spec.limits == dataclasses.replace(LIMITS, wall_s=22.5, cpu_s=22.5)
+        assert spec.device == "cpu"
+
+
+class FakeClock:
+    """``time.perf_counter`` for the trial: each scripted call advances it by its own time."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_the_deadline_counts_from_the_trials_start_and_its_length_is_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = FakeClock()
+    monkeypatch.setattr(speed_trial, "time", clock)
+
+    def taking(seconds: float) -> Play:
+        def play(number: int, right: torch.Tensor, limit: float) -> tuple[float, torch.Tensor]:
+            clock.now += seconds
+            return seconds, right
+
+        return play
+
+    # 16 calls of 0.25 s and 0.5 s: 6 s in all, inside a 10 s deadline
+    finished = trial(ScriptedRunner(taking(0.5), taking(0.25)), deadline_s=10.0)
+    assert finished.result is not None and finished.seconds == pytest.approx(6.0)
+    # past 2 s: the first two pairs take 1.5 s, the third starts, the fourth may not
+    late = trial(ScriptedRunner(taking(0.5), taking(0.25)), deadline_s=2.0)
+    assert failed(late) == "too slow to rank: the trial ran past its deadline"
+    assert late.seconds == pytest.approx(2.25)
+
+
+def test_a_cut_off_call_is_named_in_milliseconds() -> None:
+    """A reference of 0.25 s allows a learner 5 s: the message counts it in ms."""
+    runner = ScriptedRunner(steady(0.25), limit_cut(lambda n: 6.0))
+    assert failed(trial(runner)) == (
+        "too slow to rank: a timed run took over 5000 ms, more than 20× the reference's median call"
+    )
+
+
+def test_a_slower_learners_spread_is_its_quartiles_over_its_ratio() -> None:
+    """Ratios under 1 (slower than the reference) get their spread like any other."""
+    learner = [0.008, 0.009, 0.010, 0.011, 0.012, 0.013, 0.014, 0.015]
+    runner = ScriptedRunner(steady(0.004), lambda n, right, limit: (learner[n], right))
+    result = trial(runner).result
+    assert result is not None
+    ratios = [0.004 / le for le in learner[2:]]
+    q1, q3 = numpy.percentile(ratios, [25, 75])
+    assert result.ratio < 1 and result.spread == pytest.approx((q3 - q1) / result.ratio)
+
+
+def test_the_floors_message_counts_in_the_units_it_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An op declared to move 123,456,789,012,345 bytes and do 987,654,321,098 FLOPs, at a roof
+    of 20 GB/s (the bytes bind: 4115 s at least), refused at 3000 s."""
+    monkeypatch.setattr(small_softmax, "moved_bytes", lambda x: 123_456_789_012_345)
+    monkeypatch.setattr(small_softmax, "flops", lambda x: 987_654_321_098)
+    roof = Roof(20.0, 1000.0)
+    outcome = trial(ScriptedRunner(steady(5000.0), steady(3000.0)), roof=roof)
+    assert failed(outcome) == (
+        "implausible: a timed run took 3000000000 µs, but moving 123456789.0 MB and doing "
+        "987654 MFLOP takes at least 4115226300 µs at this host's measured peaks"
+    )
