@@ -122,6 +122,16 @@ class OpProfile:
 
 
 @dataclass(frozen=True)
+class BatchedRun:
+    """What batching bought: the function timed again, on the reference's inputs for
+    ``batch`` sequences at once (``graders.declaration.Speed.batch``); never ranked."""
+
+    batch: int
+    result: SpeedResult | None
+    reason: str = ""  # why there is no result
+
+
+@dataclass(frozen=True)
 class TrialOutcome:
     """A speed trial as the worker ran it (``bot.worker.speed_trial``): a ranked result, or
     why there is none (``our_fault``: the reference or the sandbox failed, not the learner).
@@ -136,6 +146,7 @@ class TrialOutcome:
     seconds: float = 0.0  # the whole trial, loads included
     profile: OpProfile | None = None
     profile_problem: str = ""  # why a profile that was asked for is missing
+    batched: BatchedRun | None = None  # the batch trial, for a task that declares one
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,16 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import torch
 
-from graders.base import Check, HostPeak, Plan, TrialOutcome, Verdict, VerdictStatus
+from graders.base import (
+    BatchedRun,
+    Check,
+    HostPeak,
+    Plan,
+    SpeedResult,
+    TrialOutcome,
+    Verdict,
+    VerdictStatus,
+)
 from graders.bottleneck import name_bound, profile_note
 from graders.comparison import Case, compare
 from graders.declaration import Declaration
@@ -147,6 +156,8 @@ class CaseGrader:
             )
             if naming.sentence:
                 notes.append(naming.sentence)
+            if trial.batched is not None:
+                notes.append(self.batching_note(result, trial.batched))
             if trial.profile is not None:
                 notes.append(profile_note(trial.profile))
             elif trial.profile_problem:
@@ -156,6 +167,17 @@ class CaseGrader:
             dataclasses.replace(verdict, speed=result, profile=trial.profile),
             reading.checks,
             (*notes, *reading.notes),
+        )
+
+    def batching_note(self, single: SpeedResult, batched: BatchedRun) -> str:
+        """What a batch of ``batched.batch`` cost against one call (the learner's median
+        calls): ``cost``× the time for ``batch / cost``× the work per second."""
+        if batched.result is None:
+            return f"Batching not measured: {batched.reason}."
+        cost = batched.result.learner_s / single.learner_s
+        return (
+            f"Batching: {batched.batch} at once cost {cost:.1f}× one: "
+            f"{batched.batch / cost:.1f}× the throughput."
         )
 
     def roofline_reading(self, trial: TrialOutcome, peak: HostPeak) -> Reading:

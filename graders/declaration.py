@@ -39,10 +39,13 @@ class Signature:
 @dataclass(frozen=True)
 class Speed:
     """A speed-ranked grader's trial: after a pass, ``function`` races ``reference`` (a
-    module in ``graders/speed/``) by the worker's clock."""
+    module in ``graders/speed/``) by the worker's clock.  ``batch``: then a shorter trial on
+    the reference's inputs for that many sequences at once (``inputs(generator, batch)``),
+    to report what batching buys; it never ranks."""
 
     function: str
     reference: str
+    batch: int | None = None
 
 
 @dataclass(frozen=True)

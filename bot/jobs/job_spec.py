@@ -17,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from bot.content.schema import BuildTask
 from bot.jobs.capabilities import Requirements
+from graders.declaration import Speed
 from graders.registry import find
 from sandbox.api import Limits
 
@@ -67,6 +68,7 @@ class SpeedSpec:
     function: str
     reference: str
     profile: bool = True
+    batch: int | None = None  # also time a batch of this many (``graders.declaration.Speed``)
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ class JobSpec:
             filename=filename,
             source=prepared.source,
             notes=prepared.notes,
-            speed=SpeedSpec(task.speed.function, task.speed.reference) if task.speed else None,
+            speed=_speed_spec(task, info.speed),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -115,6 +117,16 @@ class JobSpec:
         if isinstance(spec, UnreadableSpec):
             raise BadSpec(spec)
         return spec
+
+
+def _speed_spec(task: BuildTask, declared: Speed | None) -> SpeedSpec | None:
+    """The task's trial; the batch its grader declares when the task races the grader's own
+    reference."""
+    if task.speed is None:
+        return None
+    same = declared is not None and declared.reference == task.speed.reference
+    batch = declared.batch if same and declared is not None else None
+    return SpeedSpec(task.speed.function, task.speed.reference, batch=batch)
 
 
 def read_spec(data: Mapping[str, Any] | None) -> JobSpec | UnreadableSpec:

@@ -109,11 +109,13 @@ def device_name(device: str) -> str:
     return cpu_model()
 
 
-def fresh_inputs(module: ModuleType) -> tuple[torch.Tensor, ...]:
+def fresh_inputs(module: ModuleType, batch: int | None = None) -> tuple[torch.Tensor, ...]:
     """One draw of the reference's inputs from a seed nobody has seen: no draw tells
-    anything about the next."""
+    anything about the next.  ``batch``: the draw a reference makes for that many sequences
+    at once (``inputs(generator, batch)``), for a trial of what batching buys."""
     generator = torch.Generator().manual_seed(secrets.randbits(63))
-    return tuple(t.contiguous() for t in module.inputs(generator))
+    drawn = module.inputs(generator) if batch is None else module.inputs(generator, batch)
+    return tuple(t.contiguous() for t in drawn)
 
 
 def shape_of(tensor: torch.Tensor) -> TensorShape:
@@ -145,14 +147,15 @@ def run_trial(
     pairs: int = PAIRS,
     roof: Roof | None = None,
     deadline_s: float = DEADLINE_S,
+    batch: int | None = None,
 ) -> TrialOutcome:
-    """Time ``speed.function`` of ``source`` against ``speed.reference``; never raises for
-    anything the submission does."""
+    """Time ``speed.function`` of ``source`` against ``speed.reference`` (on the reference's
+    batched inputs when ``batch`` is given); never raises for anything the submission does."""
     started = time.perf_counter()
     module = graders.speed.load(speed.reference)
-    sample = fresh_inputs(module)
+    sample = fresh_inputs(module, batch)
     expect = shape_of(module.reference(*sample))
-    trial = _Trial(module, expect, roof or Roof(None, None), started + deadline_s)
+    trial = _Trial(module, expect, roof or Roof(None, None), started + deadline_s, batch)
     inputs = tuple(shape_of(t) for t in sample)
     # the jobs live as long as the trial, stopped between their calls
     turn_limits = dataclasses.replace(limits, wall_s=deadline_s + 10, cpu_s=deadline_s + 10)
@@ -197,12 +200,18 @@ class _Trial:
     """The calls of one trial, each timed, read and (the learner's) checked."""
 
     def __init__(
-        self, module: ModuleType, expect: TensorShape, roof: Roof, deadline: float
+        self,
+        module: ModuleType,
+        expect: TensorShape,
+        roof: Roof,
+        deadline: float,
+        batch: int | None = None,
     ) -> None:
         self.module = module
         self.expect = expect  # what every call of either side must return
         self.roof = roof
         self.deadline = deadline
+        self.batch = batch
         self.last_inputs: tuple[torch.Tensor, ...] = ()
 
     def race(self, reference: Turn, learner: Turn, pairs: int) -> tuple[tuple[float, float], ...]:
@@ -215,7 +224,7 @@ class _Trial:
             for index in range(-WARM_UPS, pairs):
                 if time.perf_counter() > self.deadline:
                     raise _Failed("too slow to rank: the trial ran past its deadline")
-                inputs = fresh_inputs(self.module)
+                inputs = fresh_inputs(self.module, self.batch)
                 self.last_inputs = inputs
                 expected, got = self._buffer(), self._buffer()
                 sides = [(reference, expected), (learner, got)]

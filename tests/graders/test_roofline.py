@@ -18,7 +18,7 @@ from bot.content.quiz_grading import grade_quiz
 from bot.jobs.capabilities import Requirements
 from bot.jobs.job_spec import JobSpec, SpeedSpec
 from bot.worker.grade_job import SandboxRunner, gpu_name, grade_prepared
-from graders.base import Check, HostPeak, SpeedResult, TrialOutcome, Verdict
+from graders.base import BatchedRun, Check, HostPeak, SpeedResult, TrialOutcome, Verdict
 from graders.registry import load_grader
 from graders.roofline import GPU_FRACTION, bandwidth_check, gpu_peak, peak_for
 from graders.tasks.stable_softmax import StableSoftmax
@@ -373,3 +373,18 @@ def test_a_task_whose_lesson_is_not_bandwidth_says_nothing_of_it(peak: HostPeak)
     )
     assert len(verdict.notes) == 1 and verdict.notes[0].startswith("Speed: 1.8× the reference")
     assert verdict.speed is not None and verdict.speed.peak_gbs == peak.gbs
+
+
+def test_a_batch_trial_says_what_batching_bought_or_why_it_could_not() -> None:
+    """One call's median 2 ms, sixteen at once 2.8 ms: 1.4× the time, 16 / 1.4 = 11.4× the
+    throughput; a batch trial that failed says why, and neither changes the score."""
+    one = trial(402.0, CPU.name)
+    assert one.result is not None
+    sixteen = dataclasses.replace(one.result, learner_s=0.0028)
+    ran = dataclasses.replace(one, batched=BatchedRun(16, sixteen))
+    verdict = StableSoftmax().judge_speed(passing(), ran, CPU)
+    assert "Batching: 16 at once cost 1.4× one: 11.4× the throughput." in verdict.notes
+    cut = dataclasses.replace(one, batched=BatchedRun(16, None, "too slow to rank: x"))
+    verdict = StableSoftmax().judge_speed(passing(), cut, CPU)
+    assert "Batching not measured: too slow to rank: x." in verdict.notes
+    assert (verdict.status, verdict.score) == ("passed", 1.0)

@@ -14,6 +14,7 @@ import bot.worker.grade_job as grade_job
 from bot.jobs.capabilities import Requirements
 from bot.jobs.job_spec import JobSpec, SpeedSpec
 from graders.base import (
+    BatchedRun,
     Check,
     HostPeak,
     OpProfile,
@@ -93,7 +94,11 @@ def trials(monkeypatch: pytest.MonkeyPatch) -> list[SpeedSpec]:
     ran: list[SpeedSpec] = []
 
     def run_trial(speed: SpeedSpec, *args: Any, **kwargs: Any) -> TrialOutcome:
-        ran.append(speed)
+        if kwargs.get("batch") is None:
+            ran.append(speed)
+        else:  # the batch trial: which batch, how many pairs, in what is left of the budget
+            name = f"batch {kwargs['batch']} {kwargs['pairs']} {kwargs['deadline_s']}"
+            ran.append(dataclasses.replace(speed, function=name))
         return TRIAL
 
     def profile_function(speed: SpeedSpec, *args: Any, wall_s: float) -> tuple[OpProfile, str]:
@@ -150,3 +155,21 @@ def test_a_spec_that_asks_for_no_profile_gets_none(
     assert trials == [SpeedSpec("fast", "softmax_rows", profile=False)]
     ((_, trial, _),) = toy.handed
     assert trial == TRIAL and trial.profile is None
+
+
+def test_a_declared_batch_is_timed_after_the_trial_in_what_is_left_of_its_budget(
+    monkeypatch: pytest.MonkeyPatch, trials: list[SpeedSpec]
+) -> None:
+    toy = Toy("passed")
+    monkeypatch.setattr(grade_job, "load_grader", lambda name: toy)
+    batched = dataclasses.replace(
+        spec(), speed=SpeedSpec("fast", "softmax_rows", profile=False, batch=16)
+    )
+    grade_job.grade_prepared(batched, Sandbox(), allow_cuda=False)
+    assert trials == [
+        SpeedSpec("fast", "softmax_rows", profile=False, batch=16),
+        SpeedSpec(f"batch 16 10 {30.0 - 4.5}", "softmax_rows", profile=False, batch=16),
+    ]
+    ((_, trial, _),) = toy.handed
+    assert trial.batched == BatchedRun(16, TRIAL.result)
+    assert trial.seconds == 9.0  # both trials

@@ -166,7 +166,7 @@ def test_the_output_cache_would_win_if_an_input_ever_came_again(
     """The cache above gains nothing only because no input repeats: with the warm-up's draw
     given to every call (the fresh draws taken away) it hits and outranks its honest twin."""
     draw = speed_trial.fresh_inputs(graders.speed.load(SPEED.reference))
-    monkeypatch.setattr(speed_trial, "fresh_inputs", lambda module: draw)
+    monkeypatch.setattr(speed_trial, "fresh_inputs", lambda module, batch=None: draw)
     outcome = trial(zygote, "cached_outputs")
     assert "FORGERY cache hit" in outcome.learner_output
     assert ratio(outcome) > honest_median(honest) * NOISE, (ratio(outcome), honest_median(honest))
