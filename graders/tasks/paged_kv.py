@@ -89,7 +89,7 @@ class PagedKv(CaseGrader):
                 shared,
                 [6, 1, 5, 2, 9],
                 9,
-                "sequence B on the same pages, sharing blocks 6 and 1 with A (a common prefix)",
+                "sequence B on the same pages, sharing A's first blocks 6 and 1 (a common prefix)",
             ),
             fixed(multiple, [2, 5, 0, 3, -1, -1], 9, "seq_len a multiple of block_size"),
             fixed(short, [3, -1, -1], 5, "seq_len shorter than one block"),
