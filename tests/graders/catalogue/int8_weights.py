@@ -92,6 +92,39 @@ def int8_linear(x, q, scale, bias):
     return total + bias
 """,
         ),
+        CorrectStyle(
+            "the infinity norm, Python's round() per entry, a broadcast sum",
+            """
+def weight_scales(w):
+    m = torch.linalg.vector_norm(w, ord=float("inf"), dim=1)
+    s = m / 127
+    s[m == 0] = 1.0
+    return s
+
+def quantize(w, scale):
+    out = torch.empty(w.shape, dtype=torch.int8)
+    for r in range(w.shape[0]):
+        for c in range(w.shape[1]):
+            out[r, c] = max(-127, min(127, round(float(w[r, c] / scale[r]))))
+    return out
+
+def int8_linear(x, q, scale, bias):
+    w = q.float() * scale[:, None]
+    return (x.unsqueeze(-2) * w).sum(-1) + bias
+""",
+        ),
+        CorrectStyle(
+            "clamped before rounding, addmm on a flattened x",
+            """
+def quantize(w, scale):
+    return w.div(scale.unsqueeze(1)).clamp(-127, 127).round().to(torch.int8)
+
+def int8_linear(x, q, scale, bias):
+    flat = x.reshape(-1, x.shape[-1])
+    y = torch.addmm(bias, flat, (q.float() * scale[:, None]).t())
+    return y.view(*x.shape[:-1], -1)
+""",
+        ),
     ),
     mistakes=(
         CommonMistake(
