@@ -35,6 +35,7 @@ GRADERS = {
     "bpe_merge": "BpeMerge",
     "fused_pointwise": "FusedPointwise",
     "gpt2_block": "Gpt2Block",
+    "int8_weights": "Int8Weights",
     "lora_linear": "LoraLinear",
     "matmul_three_ways": "MatmulThreeWays",
     "mlp_backward": "MlpBackward",
