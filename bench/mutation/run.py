@@ -15,6 +15,7 @@ equivalent), and the session's wall time; then each unexplained survivor's diff.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import shlex
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cosmic_ray.work_db import WorkDB, use_db
-from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -108,6 +109,45 @@ def _mutated_line(diff: str) -> str:
     return added[0].strip() if added else ""
 
 
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the type annotations of ``source`` lie, as (start, end) (line, column) pairs."""
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        annotations: list[ast.expr | None] = []
+        if isinstance(node, ast.arg):
+            annotations.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            annotations.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            annotations.append(node.annotation)
+        for annotation in filter(None, annotations):
+            assert annotation.end_lineno is not None and annotation.end_col_offset is not None
+            spans.append(
+                (
+                    (annotation.lineno, annotation.col_offset),
+                    (annotation.end_lineno, annotation.end_col_offset),
+                )
+            )
+    return spans
+
+
+def skip_annotations(session: Path, source: str) -> None:
+    """Mark the mutants inside type annotations skipped: every guarded module has
+    ``from __future__ import annotations``, so no annotation is ever evaluated and no test
+    could tell such a mutant from the code (``X | None`` made ``X + None``, four times over
+    in every optional argument)."""
+    if "from __future__ import annotations" not in source:
+        return
+    spans = annotation_spans(source)
+    skipped = WorkResult(WorkerOutcome.SKIPPED, output="inside a type annotation")
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            (mutation,) = item.mutations
+            start, end = tuple(mutation.start_pos), tuple(mutation.end_pos)
+            if any(first <= start and end <= last for first, last in spans):
+                db.set_result(item.job_id, skipped)
+
+
 def copy_tree(destination: Path) -> None:
     """The checkout's tracked and untracked-but-not-ignored files (what the tests see)."""
     listed = (
@@ -168,6 +208,7 @@ def run_module(module: Module, tree: Path, equivalents: list[dict[str, str]]) ->
     cosmic("cosmic-ray", "init", str(config), str(session), cwd=tree)
     cosmic("cr-filter-operators", str(session), str(config), cwd=tree)
     cosmic("cr-filter-lines", "--config", str(config), str(session), cwd=tree)
+    skip_annotations(session, (tree / module.path).read_text())
     cosmic("cosmic-ray", "exec", str(config), str(session), cwd=tree)
     source = (tree / module.path).read_text().splitlines()
     tally = Tally()

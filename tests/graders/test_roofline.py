@@ -388,3 +388,15 @@ def test_a_batch_trial_says_what_batching_bought_or_why_it_could_not() -> None:
     verdict = StableSoftmax().judge_speed(passing(), cut, CPU)
     assert "Batching not measured: too slow to rank: x." in verdict.notes
     assert (verdict.status, verdict.score) == ("passed", 1.0)
+
+
+def test_the_pass_mark_and_the_plausible_ceiling_are_inclusive() -> None:
+    """Exactly half the peak passes and is called bandwidth bound; exactly 1.05× the peak is
+    still believed, a hair more is not."""
+    half = reading(1675.0)  # 1675 / 3350 = 0.5 exactly
+    assert half.passed and half.message == (
+        "1675.0 GB/s of the H100 SXM's datasheet 3350.0 GB/s: memory-bandwidth bound, "
+        "50% of peak (pass mark 50%)"
+    )
+    assert reading(3517.5).passed  # 3517.5 / 3350 = 1.05 exactly
+    assert "faster than the memory can go" in reading(3517.6).message

@@ -201,6 +201,9 @@ def test_every_escape_the_filter_names_fails_from_inside_a_job(sandbox: Zygote) 
         # the same calls by their x32 numbers: the filter must not match on numbers alone
         f"attempt('x32_socket', {X32_BIT | 41}, 2, 1, 0)",
         f"attempt('x32_getpid', {X32_BIT | 39})",
+        f"attempt('x32_read', {X32_BIT}, 0, 0, 0)",  # the lowest x32 number
+        # just under the x32 range: no such call, so the kernel's ENOSYS, not the filter's
+        f"attempt('no_such_call', {X32_BIT - 1})",
         # what a job may still do
         "attempt('socketpair_unix', 53, 1, 1, 0, ctypes.addressof(pair))",
         f"attempt('fork', 56, {SIGCHLD}, 0, 0, 0, 0)",
@@ -213,6 +216,7 @@ def test_every_escape_the_filter_names_fails_from_inside_a_job(sandbox: Zygote) 
     expected = dict.fromkeys([*X86_64, "socketpair_inet", "clone_newns"], "EPERM")
     expected |= {"clone_newuser": "EPERM", "clone_newnet": "EPERM"}
     expected |= {"clone3": "ENOSYS", "x32_socket": "EPERM", "x32_getpid": "EPERM"}
+    expected |= {"x32_read": "EPERM", "no_such_call": "ENOSYS"}
     expected |= {"socketpair_unix": "allowed", "fork": "allowed", "getpid": "allowed"}
     assert got == expected
 
@@ -332,3 +336,17 @@ def test_a_job_given_under_a_second_of_cpu_gets_one(zygote: Zygote) -> None:
     result = zygote.run(request(REPORT, limits=dataclasses.replace(FAST, cpu_s=0.3)))
     assert result.status == "ok", result
     assert tuple(report_of(result.stdout)["limits"]["RLIMIT_CPU"]) == (1, 2)
+
+
+def test_a_job_that_cannot_be_confined_never_runs_and_the_sandbox_says_why(
+    sandbox: Zygote,
+) -> None:
+    """A CPU limit no kernel can hold fails the job's confinement: the job never runs the
+    submission, the sandbox reports its own failure naming the stage, and grades on."""
+    source = "print('RAN', flush=True)\n" + ADD
+    result = sandbox.run(request(source, limits=dataclasses.replace(FAST, cpu_s=1e30)))
+    assert (result.status, result.message) == (
+        "internal_error",
+        "sandbox setup failed: confine: Python int too large to convert to C long",
+    )
+    assert "RAN" not in result.stdout

@@ -132,3 +132,19 @@ def test_filter_denies_escapes_and_keeps_threads_and_fork() -> None:
     assert report["clone3"] == errno.ENOSYS  # so glibc falls back to clone
     assert report["socketpair_unix"] == 0
     assert os.WEXITSTATUS(report["fork_status"]) == 7
+
+
+def test_the_default_filter_is_the_deny_list_and_the_stacked_one_only_stops_processes() -> None:
+    """assemble(arch) with no option builds the job's filter, which compares every denied
+    call's number; the speed trial's stacked filter compares only fork, vfork and clone."""
+    numbers = syscalls.TABLES["x86_64"]
+
+    def compared(code: bytes) -> set[int]:
+        ops = [struct.unpack_from("=HBBI", code, i) for i in range(0, len(code), 8)]
+        return {k for opcode, _, _, k in ops if opcode == 0x15}  # JEQ K
+
+    full = compared(seccomp.assemble("x86_64"))
+    assert {numbers[name] for name in ("ptrace", "mount", "bpf", "unshare", "socket")} <= full
+    stacked = compared(seccomp.assemble("x86_64", threads_only=True))
+    audit_arch = syscalls.AUDIT_ARCH["x86_64"]
+    assert stacked == {audit_arch, numbers["fork"], numbers["vfork"], numbers["clone"]}
