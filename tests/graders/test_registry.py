@@ -33,6 +33,7 @@ from tests.support import BUILD_TASK, REPO, SOLUTIONS, seed_spec
 GRADERS = {
     "attention": "Attention",
     "bpe_merge": "BpeMerge",
+    "count_flops": "CountFlops",
     "fused_pointwise": "FusedPointwise",
     "gpt2_block": "Gpt2Block",
     "lora_linear": "LoraLinear",
@@ -93,7 +94,7 @@ def test_the_declarations_state_the_limits_and_races_the_tasks_need() -> None:
 def test_reading_the_registry_imports_no_torch() -> None:
     script = (
         "import sys\nfrom graders.registry import registry, find\n"
-        "assert len(registry()) == 9 and find('fused_pointwise').prefers_cuda\n"
+        "assert len(registry()) == 10 and find('fused_pointwise').prefers_cuda\n"
         "print('torch' in sys.modules)\n"
     )
     done = subprocess.run(
