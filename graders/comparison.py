@@ -106,7 +106,10 @@ def compare_tensor(case: Case, got: torch.Tensor) -> Comparison:
 
 
 def _distinct(expected: float, actual: float) -> tuple[str, str]:
-    """Both numbers with 6 significant digits, or as many as it takes to tell them apart."""
+    """Both numbers with 6 significant digits, or as many as it takes to tell them apart;
+    integers in full (an exact count of 21611590 reads badly as 2.16116e+07)."""
+    if type(expected) is int and type(actual) is int:
+        return str(expected), str(actual)
     for digits in (6, 9, 12, 17):
         shown = f"{expected:.{digits}g}", f"{actual:.{digits}g}"
         if shown[0] != shown[1]:
