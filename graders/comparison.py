@@ -81,7 +81,8 @@ def _not_a_tensor(result: CallResult) -> Comparison:
         return Comparison(False, f"returned a {kind}; build and return a torch.Tensor instead")
     if kind == "numpy.ndarray":
         return Comparison(False, "returned a numpy array; stay in torch and return the tensor")
-    return Comparison(False, f"returned a {kind}, not a torch.Tensor")
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
+    return Comparison(False, f"returned {article} {kind}, not a torch.Tensor")
 
 
 def compare_tensor(case: Case, got: torch.Tensor) -> Comparison:
@@ -106,7 +107,10 @@ def compare_tensor(case: Case, got: torch.Tensor) -> Comparison:
 
 
 def _distinct(expected: float, actual: float) -> tuple[str, str]:
-    """Both numbers with 6 significant digits, or as many as it takes to tell them apart."""
+    """Both numbers with 6 significant digits, or as many as it takes to tell them apart;
+    integers in full (an exact count of 21611590 reads badly as 2.16116e+07)."""
+    if type(expected) is int and type(actual) is int:
+        return str(expected), str(actual)
     for digits in (6, 9, 12, 17):
         shown = f"{expected:.{digits}g}", f"{actual:.{digits}g}"
         if shown[0] != shown[1]:

@@ -33,6 +33,7 @@ from tests.support import BUILD_TASK, REPO, SOLUTIONS, seed_spec
 GRADERS = {
     "attention": "Attention",
     "bpe_merge": "BpeMerge",
+    "count_flops": "CountFlops",
     "fused_pointwise": "FusedPointwise",
     "gpt2_block": "Gpt2Block",
     "int8_weights": "Int8Weights",
