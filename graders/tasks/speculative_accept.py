@@ -35,7 +35,7 @@ from typing import Literal
 import torch
 
 from graders.base import Check, Plan, Verdict
-from graders.cases import CaseGrader
+from graders.cases import CaseGrader, match_results
 from graders.comparison import Case, Mistake
 from graders.declaration import Declaration
 from graders.draws import draw_int
@@ -264,9 +264,10 @@ class SpeculativeAccept(CaseGrader):
         return [statistical_check(found[0])] if found else []
 
     def judge(self, task: str, plan: Plan, result: SandboxResult, source: str) -> Verdict:
-        """As every case grader judges, except that a job out of time is told about the
-        100,000-sequence call rather than about endless loops."""
-        verdict = super().judge(task, plan, result, source)
+        """As every case grader judges, with the statistical batch's slips worked out when
+        its result is wrong, and a job out of time told about the 100,000-sequence call
+        rather than about endless loops."""
+        verdict = super().judge(task, _explaining(plan, result), result, source)
         if result.status != "timeout":
             return verdict
         checks = tuple(
@@ -274,6 +275,26 @@ class SpeculativeAccept(CaseGrader):
             for c in verdict.checks
         )
         return dataclasses.replace(verdict, checks=checks)
+
+
+def _explaining(plan: Plan, result: SandboxResult) -> Plan:
+    """``plan``, with the statistical batch's slips when its result came back with the
+    right shape and dtype but other tokens (a slip's output always has them)."""
+    cases: tuple[Case, ...] = plan.expected["cases"]
+    found = [i for i, c in enumerate(cases) if c is statistical_case()]
+    if result.status != "ok" or not found:
+        return plan
+    at = found[0]
+    got = match_results(plan, result)[at]
+    if got is None or got.tensor is None:
+        return plan
+    tensor, expected = from_raw(got.tensor), cases[at].expected
+    if tensor.dtype != expected.dtype or tensor.shape != expected.shape:
+        return plan
+    if torch.equal(tensor, expected):
+        return plan
+    explained = (*cases[:at], explained_statistical_case(), *cases[at + 1 :])
+    return dataclasses.replace(plan, expected={**plan.expected, "cases": explained})
 
 
 # ---- the inputs -------------------------------------------------------------------------
@@ -374,9 +395,17 @@ def _case(
     u_sample: torch.Tensor,
     *,
     drawn: bool = True,
+    explained: bool = True,
 ) -> Case:
+    """The case, with the listed slips' outputs unless ``explained`` is False."""
     args: Inputs = (draft, q, p, u_accept, u_sample)
     expected = speculate(*args)
+    mistakes = _mistakes(args, expected) if explained else ()
+    return Case(FUNCTION, args, expected, label, trace=False, mistakes=mistakes, drawn=drawn)
+
+
+def _mistakes(args: Inputs, expected: torch.Tensor) -> tuple[Mistake, ...]:
+    """Each listed slip's distinct outputs for ``args`` that differ from ``expected``."""
     mistakes: list[Mistake] = []
     for why, rules in MISTAKES.items():
         outputs: list[torch.Tensor] = []
@@ -385,7 +414,7 @@ def _case(
             if not torch.equal(out, expected) and not any(torch.equal(out, o) for o in outputs):
                 outputs.append(out)
         mistakes += [Mistake(out, why) for out in outputs]
-    return Case(FUNCTION, args, expected, label, trace=False, mistakes=tuple(mistakes), drawn=drawn)
+    return tuple(mistakes)
 
 
 def _tensors(
@@ -452,7 +481,9 @@ def fixed_exact_cases() -> tuple[Case, ...]:
 @functools.cache
 def statistical_case() -> Case:
     """``STAT_SEQUENCES`` sequences with ``STAT_Q`` and ``STAT_P`` in every row, drafts
-    drawn from q, from a fixed seed: the same in every plan (built once per process)."""
+    drawn from q, from a fixed seed: the same in every plan (built once per process).  The
+    slips' outputs are left to ``explained_statistical_case``: a right result never needs
+    them, and working them out takes seconds."""
     gen = torch.Generator().manual_seed(_STAT_SEED)
     q_rows = torch.tensor(STAT_Q, dtype=torch.float64)
     p_rows = torch.tensor(STAT_P, dtype=torch.float64)
@@ -461,7 +492,14 @@ def statistical_case() -> Case:
     k = q_rows.shape[0]
     draft = inverse_cdf(q, torch.rand(STAT_SEQUENCES, k, generator=gen, dtype=torch.float64))
     u_accept, u_sample = draw_uniforms(gen, draft, q, p)
-    return _case(STAT_LABEL, draft, q, p, u_accept, u_sample, drawn=False)
+    return _case(STAT_LABEL, draft, q, p, u_accept, u_sample, drawn=False, explained=False)
+
+
+@functools.cache
+def explained_statistical_case() -> Case:
+    """The statistical batch with the listed slips' outputs, to name a wrong result's cause."""
+    case = statistical_case()
+    return dataclasses.replace(case, mistakes=_mistakes(case.args, case.expected))
 
 
 @functools.cache

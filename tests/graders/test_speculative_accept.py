@@ -439,3 +439,22 @@ def test_a_job_out_of_time_is_told_about_the_big_batch() -> None:
     assert verdict.status == "failed" and not check.passed
     assert check.message.startswith("time limit 10 s exceeded. The last call holds 100,000")
     assert "a loop that never ends" not in check.message
+
+
+def test_a_slip_seen_only_in_the_statistical_batch_is_still_named() -> None:
+    """Its slips are worked out only for a wrong result, and then name the cause."""
+    grader = SpeculativeAccept()
+    plan = grader.plan(5, "cpu")
+    cases = plan.expected["cases"]
+    assert cases[-1] is spec.statistical_case() and not cases[-1].mistakes
+    no_bonus = spec.speculate(*cases[-1].args, spec.Rule(bonus="none"))
+    outputs = [c.expected for c in cases[:-1]] + [no_bonus]
+    calls = tuple(
+        CallResult(call.function, call.label, "ok", "torch.Tensor", to_raw(out))
+        for call, out in zip(plan.calls, outputs, strict=True)
+    )
+    verdict = grader.judge(TASK, plan, SandboxResult("ok", "", calls), "")
+    wrong = failing(verdict, CORRECT)
+    assert wrong.startswith(f"failed 1 of {len(cases)} cases. {spec.STAT_LABEL}: ")
+    assert "Likely cause: when all k drafts are accepted, emit one more token" in wrong
+    assert "p-value below 1e-300" in failing(verdict, STATISTICS)
