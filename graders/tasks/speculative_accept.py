@@ -91,8 +91,8 @@ PASSED_FEEDBACK = (
     "emitted token follows the target exactly, however poor the draft. A better draft only "
     "raises the acceptance rate alpha = sum(min(p, q)), and with it the "
     "(1 - alpha^(k+1)) / (1 - alpha) tokens per pass of the big model from the "
-    "decode-ceilings quiz. Serving engines run this rule on the GPU for the whole batch at "
-    "once, as you just did."
+    "decode-ceilings quiz. Serving engines run this very rule on the GPU, for the whole "
+    "batch at once."
 )
 
 
