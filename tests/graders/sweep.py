@@ -24,7 +24,7 @@ import torch
 from graders.base import Grader, Verdict
 from graders.registry import load_grader
 from tests.graders.catalogue import Catalogue, CommonMistake
-from tests.graders.in_process import load, run_plan, same_functions
+from tests.graders.in_process import CallMemo, load, run_plan, same_functions
 
 #: the most processes a sweep uses: each holds its own torch
 MAX_PROCESSES = 4
@@ -57,6 +57,8 @@ class _Entries:
     styles: tuple[tuple[str, str, ModuleType], ...]  # the reference first
     mistakes: tuple[tuple[CommonMistake, str, ModuleType], ...]
     same: dict[int, frozenset[str]]  # by id(module): the functions it shares with the reference
+    #: the first plan's calls, and results of the later plans' calls that are one of them
+    memo: CallMemo
 
 
 @cache
@@ -70,7 +72,7 @@ def _entries(catalogue: Catalogue) -> _Entries:
     reference = styles[0][2]
     variants = [module for *_, module in styles + mistakes]
     same = {id(m): same_functions(reference, m, grader.interface) for m in variants}
-    return _Entries(grader, styles, mistakes, same)
+    return _Entries(grader, styles, mistakes, same, CallMemo({}))
 
 
 def sweep(catalogue: Catalogue, seeds: Sequence[int]) -> Findings:
@@ -80,11 +82,15 @@ def sweep(catalogue: Catalogue, seeds: Sequence[int]) -> Findings:
     reference = entries.styles[0][2]
     variants = [module for *_, module in entries.styles + entries.mistakes]
     found: Findings = defaultdict(list)
+    memo = entries.memo
     for seed in seeds:
         plan = grader.plan(seed, "cpu")
-        answers = run_plan(reference, plan)
+        if not memo.calls:  # a later plan's call that is one of these is run once per module
+            memo.calls.update((id(call), call) for call in plan.calls)
+        answers = run_plan(reference, plan, memo=memo)
         results = {  # a variant runs only the functions it changed
-            id(m): run_plan(m, plan, reuse=answers, same=entries.same[id(m)]) for m in variants
+            id(m): run_plan(m, plan, reuse=answers, same=entries.same[id(m)], memo=memo)
+            for m in variants
         }
         for entry, source, module in entries.styles:
             verdict = grader.judge(catalogue.task, plan, results[id(module)], source)

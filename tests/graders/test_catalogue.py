@@ -16,10 +16,13 @@ from collections.abc import Iterator
 import pytest
 import torch
 
+from graders.base import Plan
 from graders.cases import CaseGrader
 from graders.registry import load_grader, registry
+from graders.tensors import from_raw, to_raw
+from sandbox.api import Call
 from tests.graders.catalogue import CorrectStyle, catalogue_for
-from tests.graders.in_process import load, run_plan
+from tests.graders.in_process import CallMemo, load, run_plan
 from tests.graders.sweep import Sweeper, check_message, sweep
 
 _DRAW = random.Random(20261201)
@@ -101,3 +104,22 @@ def test_the_processes_find_what_one_process_finds(sweeper: Sweeper) -> None:
     assert found["mistake 'planted: no mistake' passed"] == list(seeds)
     failed = [seen for what, seen in found.items() if what.startswith("correct style 'planted")]
     assert sorted(seed for seen in failed for seed in seen) == sorted(seeds), found
+
+
+def test_a_call_that_is_the_same_object_in_every_plan_runs_once_per_module() -> None:
+    """A grader's fixed call built once (speculative-accept's 100,000 sequences) is run
+    once per module by a sweep; a call built afresh for each plan is run every time."""
+    source = "CALLS = []\n\ndef f(x):\n    CALLS.append(x.tolist())\n    return x + 1\n"
+    first, second = load(source), load(source)
+    shared = Call("f", (to_raw(torch.ones(2)),), "the same in every plan")
+    memo = CallMemo({id(shared): shared})
+    for _ in range(3):
+        for module in (first, second):
+            fresh = Call("f", (to_raw(torch.zeros(2)),), "drawn for this plan")
+            result = run_plan(module, Plan((fresh, shared)), memo=memo)
+            assert [from_raw(c.tensor).tolist() for c in result.calls if c.tensor] == [
+                [1.0, 1.0],
+                [2.0, 2.0],
+            ]
+    for module in (first, second):
+        assert module.CALLS == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]

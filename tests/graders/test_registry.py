@@ -41,6 +41,7 @@ GRADERS = {
     "matmul_three_ways": "MatmulThreeWays",
     "mlp_backward": "MlpBackward",
     "paged_kv": "PagedKv",
+    "speculative_accept": "SpeculativeAccept",
     "stable_softmax": "StableSoftmax",
     "tensor_puzzles": "TensorPuzzles",
 }

@@ -1,0 +1,23 @@
+"""The right tokens, returned as float64 (e.g. built in a float tensor)."""
+
+import torch
+
+
+def sample(weights, u):
+    c = weights.cumsum(dim=-1)
+    return (c <= (u * c[:, -1]).unsqueeze(-1)).sum(dim=-1)
+
+
+def speculative_accept(draft, q, p, u_accept, u_sample):
+    batch, k = draft.shape
+    rows = torch.arange(batch)
+    out = torch.full((batch, k + 1), -1.0, dtype=torch.float64)
+    running = torch.ones(batch, dtype=torch.bool)
+    for i in range(k):
+        x = draft[:, i]
+        accept = u_accept[:, i] * q[rows, i, x] < p[rows, i, x]
+        resampled = sample((p[:, i] - q[:, i]).clamp(min=0), u_sample)
+        out[:, i] = torch.where(running, torch.where(accept, x, resampled), -1).double()
+        running &= accept
+    out[:, k] = torch.where(running, sample(p[:, k], u_sample), -1).double()
+    return out
