@@ -131,9 +131,9 @@ def name_bound(result: SpeedResult, profile: OpProfile | None, peak: HostPeak) -
     placed = placement(result, peak)
     if placed is None:  # a result without figures (measured before they were kept)
         return Naming(None, "")
-    if placed.peak_gbs is None:
+    if not placed.peak_gbs:
         return Naming(None, f"No roofline is known for {peak.name}, so no bound is named.")
-    compute, memory = placed.compute_share, placed.memory_share or 0.0
+    compute, memory = placed.compute_share, placed.gbs / placed.peak_gbs
     if compute is not None and compute >= ROOF_SHARE and compute >= memory:
         return Naming(
             Bound.COMPUTE,
@@ -151,7 +151,7 @@ def name_bound(result: SpeedResult, profile: OpProfile | None, peak: HostPeak) -
         return Naming(None, f"Below both roofs: {where}; no profile to say what bounds it.")
     operators = max(profile.operators, 1.0)
     mean_s = profile.total_s / operators
-    inside = profile.total_s / result.learner_s if result.learner_s > 0 else 1.0
+    inside = profile.total_s / result.learner_s  # a median of timed calls: never 0 s
     if mean_s < OVERHEAD_OP_S.get(peak.device, OVERHEAD_OP_S["cpu"]) or inside < INSIDE_SHARE:
         return Naming(Bound.OVERHEAD, _overhead(operators, mean_s, inside))
     leader = profile.top[0]

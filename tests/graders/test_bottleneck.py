@@ -7,10 +7,12 @@ pointwise chain) are in ``tests/worker/test_bottleneck_cases.py``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from graders.base import Bound, HostPeak, OpProfile, OpShare, SpeedResult
-from graders.bottleneck import name_bound, placement, profile_note
+from graders.bottleneck import RooflineFigures, name_bound, placement, profile_note
 
 CPU = HostPeak("cpu", "AMD EPYC 7B13", 17.0, "a measured", 150.0)
 H200 = HostPeak("cuda", "NVIDIA H200", 4800.0, "the H200's datasheet", 67000.0)
@@ -183,3 +185,95 @@ def test_the_profile_note_says_what_it_is_and_lists_the_top_three() -> None:
     )
     gpu = OpProfile(9, 0.0001, chain.top[:1], kernels=11)
     assert profile_note(gpu).endswith("9 operators per call, 11 GPU kernels; `aten::tanh` 62%.")
+
+
+def test_the_figures_a_picture_is_drawn_from_and_when_there_are_none() -> None:
+    placed = dataclasses.replace(
+        result(8_000_000, 2_000_000, 0.002),
+        reference_gflops=0.7,
+        peak_gbs=17.0,
+        peak_gflops=150.0,
+        bound=Bound.NEITHER,
+    )
+    figures = RooflineFigures.of(placed)
+    assert figures == RooflineFigures(8_000_000, 2_000_000, 1.0, 0.7, 17.0, 150.0, Bound.NEITHER)
+    assert figures is not None and figures.intensity == 0.25  # FLOPs per byte, a property
+    for missing in (
+        {"moved_bytes": 0},
+        {"moved_bytes": None},
+        {"flops": None},
+        {"achieved_gflops": None},
+        {"peak_gbs": None},
+    ):
+        assert RooflineFigures.of(dataclasses.replace(placed, **missing)) is None, missing
+    # the reference's figure and the compute roof may be unknown: still drawn
+    partial = dataclasses.replace(placed, reference_gflops=None, peak_gflops=None)
+    assert RooflineFigures.of(partial) is not None
+
+
+def test_a_trial_without_any_one_figure_is_not_placed() -> None:
+    full = result(8_000_000, 2_000_000, 0.002)
+    assert placement(full, CPU) is not None
+    for missing in (
+        {"moved_bytes": 0},
+        {"flops": None},
+        {"achieved_gbs": None},
+        {"achieved_gflops": None},
+    ):
+        assert placement(dataclasses.replace(full, **missing), CPU) is None, missing
+
+
+def test_half_the_compute_roof_is_compute_bound_and_a_tie_goes_to_compute() -> None:
+    # exactly 75 of 150 GFLOP/s, 10% of the bandwidth roof
+    half = name_bound(result(1_700_000, 750_000_000, 0.01), None, CPU)
+    assert half.bound is Bound.COMPUTE and half.sentence.startswith("Compute-bound: 50%")
+    # 60% of each roof: compute named
+    both = name_bound(result(102_000_000, 900_000_000, 0.01), None, CPU)
+    assert both.bound is Bound.COMPUTE and both.sentence.startswith("Compute-bound: 60%")
+
+
+def test_a_bandwidth_roof_of_zero_is_no_roof() -> None:
+    zero = HostPeak("cpu", "odd", 0.0, "a measured", 150.0)
+    assert name_bound(result(8_000_000, 6_000_000, 2e-6), None, zero).sentence == (
+        "No roofline is known for odd, so no bound is named."
+    )
+
+
+def test_on_a_gpu_ten_microseconds_per_operator_is_the_line() -> None:
+    """A launch costs less than a CPU dispatch's 20 µs budget allows: 15 µs per operator is
+    overhead on a CPU core and work on a GPU."""
+    gpu = HostPeak("cuda", "NVIDIA H200", 4800.0, "the H200's datasheet", 67000.0)
+    ops = profile(10, 10 * 15e-6, ("aten::mul", 1.0))
+    slow = result(160_000, 80_000, 10 * 15e-6)  # 1 GB/s: below either device's roofs
+    assert name_bound(slow, ops, CPU).bound is Bound.OVERHEAD
+    assert name_bound(slow, ops, gpu).bound is Bound.NEITHER
+    under = profile(10, 10 * 9e-6, ("aten::mul", 1.0))
+    assert name_bound(result(160_000, 80_000, 10 * 9e-6), under, gpu).bound is Bound.OVERHEAD
+
+
+def test_the_overhead_sentence_at_its_edges() -> None:
+    """1.5 operators a call is plural; exactly half the call inside them says nothing of
+    the rest; a profile of no operators at all counts as one."""
+    busy = result(16_384, 2_048, 0.001)  # far below both roofs
+    assert name_bound(busy, profile(1.5, 3e-6, ("aten::add", 1.0)), CPU).sentence.startswith(
+        "Overhead-bound: 2 operators per call, 2 µs each on average, and only 0% of"
+    )
+    half_inside = profile(100, 0.0005, ("aten::add", 1.0))  # 5 µs each, 0.5 of 1 ms
+    assert name_bound(busy, half_inside, CPU).sentence == (
+        "Overhead-bound: 100 operators per call, 5 µs each on average; fewer, larger "
+        "operations (vectorise, fuse) are the lever."
+    )
+    none = profile(0, 3e-6, ("aten::add", 1.0))
+    assert name_bound(busy, none, CPU).sentence.startswith(
+        "Overhead-bound: one operator of 3 µs per call, and only 0% of the call"
+    )
+
+
+def test_three_operators_make_passes_and_two_do_not() -> None:
+    slow = result(8_392_704, 6_291_456, 0.0042, median_s=0.0085)
+    three = name_bound(slow, profile(3, 0.0079, ("aten::tanh", 0.62)), CPU).sentence
+    assert three.endswith(
+        " 3 operators per call, each a pass over memory that one fused kernel would make once."
+    )
+    two = name_bound(slow, profile(2, 0.0079, ("aten::tanh", 0.62)), CPU).sentence
+    assert two.endswith("`aten::tanh` takes 62% of the time, at its own pace.")
