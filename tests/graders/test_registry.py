@@ -35,6 +35,7 @@ GRADERS = {
     "bpe_merge": "BpeMerge",
     "fused_pointwise": "FusedPointwise",
     "gpt2_block": "Gpt2Block",
+    "kv_cache_decode": "KvCacheDecode",
     "lora_linear": "LoraLinear",
     "matmul_three_ways": "MatmulThreeWays",
     "mlp_backward": "MlpBackward",
@@ -72,7 +73,8 @@ def test_what_the_bot_reads_is_what_the_grader_is(name: str) -> None:
 
 def test_the_declarations_state_the_limits_and_races_the_tasks_need() -> None:
     """Facts stated here, not read back from the code: only fused-gelu needs more than the
-    default limits (torch.compile's first compiles) and a GPU; four tasks are speed-ranked."""
+    default limits (torch.compile's first compiles) and a GPU; five tasks are speed-ranked, one
+    with a batch trial."""
     fused = find("fused_pointwise")
     assert fused is not None and fused.prefers_cuda
     assert fused.limits == Limits(wall_s=60, cpu_s=60, memory_bytes=2 << 30, output_bytes=160 << 20)
@@ -81,6 +83,7 @@ def test_the_declarations_state_the_limits_and_races_the_tasks_need() -> None:
     assert {name: info.speed for name, info in registry().items() if info.speed} == {
         "attention": Speed("attention", "attention_naive"),
         "fused_pointwise": Speed("fused_gelu_bias", "gelu_bias_eager"),
+        "kv_cache_decode": Speed("decode_step", "decode_step", batch=16),
         "stable_softmax": Speed("softmax", "softmax_rows"),
         "tensor_puzzles": Speed("cumsum", "cumsum_mask"),
     }
@@ -93,7 +96,7 @@ def test_the_declarations_state_the_limits_and_races_the_tasks_need() -> None:
 def test_reading_the_registry_imports_no_torch() -> None:
     script = (
         "import sys\nfrom graders.registry import registry, find\n"
-        "assert len(registry()) == 9 and find('fused_pointwise').prefers_cuda\n"
+        f"assert len(registry()) == {len(GRADERS)} and find('fused_pointwise').prefers_cuda\n"
         "print('torch' in sys.modules)\n"
     )
     done = subprocess.run(
