@@ -178,7 +178,7 @@ class KvCacheDecode(CaseGrader):
             return judged
         notes = list(judged.notes)
         bound = name_bound(trial.result, trial.profile, peak).sentence
-        speed = next(i for i, n in enumerate(notes) if n.startswith("Speed: "))
+        speed = next((i for i, n in enumerate(notes) if n.startswith("Speed: ")), len(notes))
         after = notes.index(bound) + 1 if bound in notes else speed + 1
         notes.insert(after, note)
         return dataclasses.replace(judged, notes=tuple(notes))

@@ -32,6 +32,7 @@ from graders.registry import load_grader
 from graders.speed import decode_step as reference_module
 from graders.tasks import kv_cache_decode as kv
 from graders.tasks.kv_cache_decode import KvCacheDecode, Slip
+from tests.graders.in_process import load, run_plan
 from tests.graders.support import failing, grade_in_sandbox, load_quest
 from tests.support import SEED_QUESTS, run_cli
 
@@ -137,6 +138,21 @@ def test_wrong_solutions_fail_and_say_why(zygote: SandboxRunner, name: str, word
     assert verdict.status == "failed" and verdict.score == 0.0
     assert words in failing(verdict, CORRECT)
     assert not verdict.checks[1].passed  # the rule counts once results are right
+
+
+def test_a_returned_list_is_told_to_stack_too() -> None:
+    """Our own file, changed to return a list, judged on a plan without the sandbox."""
+    source = (
+        (SOLUTIONS / "kv_decode_wrong_tuple.py")
+        .read_text()
+        .replace("return y, k, v", "return [y, k, v]")
+    )
+    grader = KvCacheDecode()
+    plan = grader.plan(7, "cpu")
+    verdict = grader.judge(TASK, plan, run_plan(load(source), plan), source)
+    message = failing(verdict, CORRECT)
+    assert "returned a list; stack them into one tensor as the prompt says: " in message
+    assert "build and return a torch.Tensor instead" not in message
 
 
 def test_the_library_attention_fails_the_allowed_operations_check(zygote: SandboxRunner) -> None:
