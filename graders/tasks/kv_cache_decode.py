@@ -94,11 +94,11 @@ _NOT_STACKED = (
     "stack them into one tensor as the prompt says: torch.stack([y, k_new, v_new], dim=1)",
 )
 PASSED_FEEDBACK = (
-    "Your decode step matches full causal attention over the whole sequence, without ever "
-    "seeing the earlier tokens: the cache is all a generating model keeps of them. Per new "
-    "token it reads every weight once and the whole cache, and does about one multiply-add "
-    "per number read: that is why decode is memory-bound, and why batching pays, since the "
-    "sequences of a batch share the weights' read."
+    "Your decode step matches full causal attention over the whole sequence without ever "
+    "seeing the earlier tokens: the cache is all a generating model keeps of them. Each new "
+    "token must read every weight once and its whole cache for about one multiply-add per "
+    "number read, far below any GPU's ridge point: that is why decode is bandwidth-bound "
+    "there, and why batching pays, the sequences of a batch sharing one read of the weights."
 )
 
 
