@@ -41,6 +41,7 @@ TASKS = {
     "gelu_bias_eager": ("fused_pointwise", "fused_gelu_bias"),
     "attention_naive": ("attention", "attention"),
     "cumsum_mask": ("tensor_puzzles", "cumsum"),
+    "decode_step": ("kv_cache_decode", "decode_step"),
 }
 CALLS = 60
 

@@ -28,6 +28,7 @@ TASKS = {
     ),
     "roofline/fused-gelu": SOLUTIONS / "roofline/correct.py",
     "tensor-puzzles/broadcasting-drills": SOLUTIONS / "tensor-puzzles/correct.py",
+    "inference-engine/kv-cache-decode": SOLUTIONS / "inference-engine/kv_decode_correct.py",
 }
 
 

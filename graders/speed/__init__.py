@@ -25,6 +25,7 @@ REFERENCES: dict[str, str] = {
     "attention_naive": "softmax(q k^T / sqrt(d)) v on 2x4x512x64 float32, eager ops",
     "gelu_bias_eager": "the tanh GELU of x + bias as eager ops on 1024x1024 float32",
     "cumsum_mask": "the broadcasting cumsum (a masked n x n sum) of 2048 float32",
+    "decode_step": "a GPT-2 small attention decode step over 256 cached tokens, eager ops",
 }
 
 

@@ -504,7 +504,7 @@ def test_loaded_content_is_read_only(content_dir: ContentDir) -> None:
             "{function: softmax, reference: torch_softmax}",
             "quests/first.yaml:17: `tasks[0].speed.reference`: `torch_softmax` is not a speed "
             "reference (fix: speed references are: attention_naive, cumsum_mask, "
-            "gelu_bias_eager, softmax_rows)",
+            "decode_step, gelu_bias_eager, softmax_rows)",
         ),
         (
             "{function: soft_max, reference: softmax_rows}",

@@ -136,6 +136,7 @@ def test_every_speed_ranked_prompt_says_what_the_learner_will_see(seed: Content)
         "transformer-internals/attention-from-scratch",
         "tensor-puzzles/broadcasting-drills",
         "roofline/fused-gelu",
+        "inference-engine/kv-cache-decode",
     }
     for ref, task in ranked:
         prompt = " ".join(task.prompt.split())  # as Markdown reads it: wrapped lines join

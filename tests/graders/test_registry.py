@@ -37,6 +37,7 @@ GRADERS = {
     "fused_pointwise": "FusedPointwise",
     "gpt2_block": "Gpt2Block",
     "int8_weights": "Int8Weights",
+    "kv_cache_decode": "KvCacheDecode",
     "lora_linear": "LoraLinear",
     "matmul_three_ways": "MatmulThreeWays",
     "mlp_backward": "MlpBackward",
@@ -76,7 +77,8 @@ def test_what_the_bot_reads_is_what_the_grader_is(name: str) -> None:
 
 def test_the_declarations_state_the_limits_and_races_the_tasks_need() -> None:
     """Facts stated here, not read back from the code: only fused-gelu needs more than the
-    default limits (torch.compile's first compiles) and a GPU; four tasks are speed-ranked."""
+    default limits (torch.compile's first compiles) and a GPU; five tasks are speed-ranked, one
+    with a batch trial."""
     fused = find("fused_pointwise")
     assert fused is not None and fused.prefers_cuda
     assert fused.limits == Limits(wall_s=60, cpu_s=60, memory_bytes=2 << 30, output_bytes=160 << 20)
@@ -85,6 +87,7 @@ def test_the_declarations_state_the_limits_and_races_the_tasks_need() -> None:
     assert {name: info.speed for name, info in registry().items() if info.speed} == {
         "attention": Speed("attention", "attention_naive"),
         "fused_pointwise": Speed("fused_gelu_bias", "gelu_bias_eager"),
+        "kv_cache_decode": Speed("decode_step", "decode_step", batch=16),
         "stable_softmax": Speed("softmax", "softmax_rows"),
         "tensor_puzzles": Speed("cumsum", "cumsum_mask"),
     }
