@@ -15,7 +15,8 @@ The rules, first match wins (docs/learners/speed-boards.md states them for learn
 3. **overhead-bound** when, below both, its profile shows the time going to the cost of
    operators rather than their work: the operators it calls average under
    ``OVERHEAD_OP_S`` of self time each (each pays a dispatch, or on a GPU a launch), or
-   together fill under half the timed call (the rest is Python between them);
+   together fill under half the fastest timed call (the rest is Python between them, or
+   the fixed cost of a call);
 4. otherwise **below both roofs**: the operator that dominates the profile sets the pace by
    its own throughput (on one CPU core, tanh's arithmetic is neither bandwidth nor the
    matmul FLOP rate), and the sentence names it rather than forcing one of the three words.
@@ -49,6 +50,7 @@ class Placement:
     gflops: float  # achieved
     peak_gbs: float | None
     peak_gflops: float | None
+    seconds: float  # the fastest timed call, which these were reached in
 
     @property
     def memory_share(self) -> float | None:
@@ -78,7 +80,8 @@ def placement(result: SpeedResult, peak: HostPeak) -> Placement | None:
     gbs, gflops = result.achieved_gbs, result.achieved_gflops
     if not result.moved_bytes or result.flops is None or gbs is None or gflops is None:
         return None
-    return Placement(result.flops / result.moved_bytes, gbs, gflops, peak.gbs, peak.gflops)
+    seconds = result.moved_bytes / (gbs * 1e9)
+    return Placement(result.flops / result.moved_bytes, gbs, gflops, peak.gbs, peak.gflops, seconds)
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,8 @@ def name_bound(result: SpeedResult, profile: OpProfile | None, peak: HostPeak) -
         return Naming(None, f"Below both roofs: {where}; no profile to say what bounds it.")
     operators = max(profile.operators, 1.0)
     mean_s = profile.total_s / operators
-    inside = profile.total_s / result.learner_s  # a median of timed calls: never 0 s
+    # against the fastest timed call: what a busy host adds to a call, a median keeps
+    inside = profile.total_s / placed.seconds
     if mean_s < OVERHEAD_OP_S.get(peak.device, OVERHEAD_OP_S["cpu"]) or inside < INSIDE_SHARE:
         return Naming(Bound.OVERHEAD, _overhead(operators, mean_s, inside))
     leader = profile.top[0]

@@ -108,16 +108,17 @@ def test_twenty_microseconds_per_operator_is_the_line() -> None:
 
 
 def test_operators_filling_under_half_the_call_leave_it_to_python() -> None:
-    """Two big operators, but 70% of the timed call spent between them."""
+    """Two big operators, but 70% of the fastest timed call spent between them (the median
+    call, 12 ms on a busy host, is not what counts)."""
     sparse = profile(2, 0.003, ("aten::mm", 0.9), ("aten::add", 0.1))
-    naming = name_bound(result(16_777_216, 8_388_608, 0.009, median_s=0.01), sparse, CPU)
+    naming = name_bound(result(16_777_216, 8_388_608, 0.01, median_s=0.012), sparse, CPU)
     assert naming.bound is Bound.OVERHEAD
     assert naming.sentence == (
         "Overhead-bound: 2 operators per call, 1.5e+03 µs each on average, and only 30% of the "
         "call inside them; fewer, larger operations (vectorise, fuse) are the lever."
     )
     full = profile(2, 0.005, ("aten::mm", 0.9), ("aten::add", 0.1))  # exactly half
-    assert name_bound(result(16_777_216, 8_388_608, 0.009, 0.01), full, CPU).bound is Bound.NEITHER
+    assert name_bound(result(16_777_216, 8_388_608, 0.01, 0.03), full, CPU).bound is Bound.NEITHER
 
 
 def test_one_tiny_operator_says_the_call_itself_was_timed() -> None:
