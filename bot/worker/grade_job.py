@@ -135,7 +135,9 @@ def _with_trial(
 
 
 def roof_of(device: str, peak: HostPeak) -> Roof:
-    """What no honest call can beat here (``speed_trial.Roof``)."""
+    """What no honest call can beat here (``speed_trial.Roof``).  On a GPU only the
+    datasheet's bandwidth: its float32 compute roof is without tensor cores, which a
+    learner's TF32 or half-precision kernel may honestly beat."""
     if device == "cuda":
         return Roof(peak.gbs, None)
     measured = peaks.current()

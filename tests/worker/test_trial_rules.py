@@ -615,3 +615,23 @@ def test_the_floors_message_counts_in_the_units_it_names(monkeypatch: pytest.Mon
         "implausible: a timed run took 3000000000 µs, but moving 123456789.0 MB and doing "
         "987654 MFLOP takes at least 4115226300 µs at this host's measured peaks"
     )
+
+
+def test_a_trial_on_a_process_given_one_cpu_stays_on_it() -> None:
+    """With only the job core allowed there is no other core to move to: the trial's thread
+    stays on its one CPU, whatever other processes (PID 1 among them) may use, and keeps it
+    after."""
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip("one CPU already: nothing to narrow")
+    only = max(allowed)  # the job core itself: the one CPU the trial's thread must leave
+    os.sched_setaffinity(0, {only})
+    try:
+        runner = ScriptedRunner(steady(0.004), steady(0.002))
+        trial(runner, pairs=2)
+        seen = {c.cpus for c in runner.turns["learner"].calls}
+        after = os.sched_getaffinity(0)
+    finally:
+        os.sched_setaffinity(0, allowed)
+    assert seen == {frozenset({only})}
+    assert after == {only}
