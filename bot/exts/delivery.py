@@ -165,7 +165,11 @@ class DiscordTransport:
         chart = verdict_chart(pending.verdict, title)
         if chart is None:
             return content, embed, []
-        png = await asyncio.to_thread(roofline_png, chart)
+        try:
+            png = await asyncio.to_thread(roofline_png, chart)
+        except Exception:  # a picture is never worth the verdict: it goes without one
+            log.exception("submission %d: the roofline picture failed", pending.submission_id)
+            return content, embed, []
         embed.set_image(url=f"attachment://{ROOFLINE_FILENAME}")
         return content, embed, [discord.File(io.BytesIO(png), filename=ROOFLINE_FILENAME)]
 
