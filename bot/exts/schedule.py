@@ -136,10 +136,17 @@ class DiscordPosts:
         fastest = post.highlights.fastest
         picture = fastest_chart(fastest, post.fastest_title) if fastest is not None else None
         if fastest is not None and picture is not None:
-            shown = fastest_picture(fastest, title=post.fastest_title)
-            shown.set_image(url=f"attachment://{ROOFLINE_FILENAME}")
-            embeds.append(shown)
-            images.append((ROOFLINE_FILENAME, await asyncio.to_thread(roofline_png, picture)))
+            try:
+                png = await asyncio.to_thread(roofline_png, picture)
+            except Exception:  # the week's post goes out without the picture, not at all
+                log.exception(
+                    "week %s: the fastest result's roofline picture failed", post.week.key
+                )
+            else:
+                shown = fastest_picture(fastest, title=post.fastest_title)
+                shown.set_image(url=f"attachment://{ROOFLINE_FILENAME}")
+                embeds.append(shown)
+                images.append((ROOFLINE_FILENAME, png))
         return [Part(embeds, images=tuple(images))]
 
     async def send(self, channel_id: int, part: Part) -> int:

@@ -1,5 +1,5 @@
-"""A verdict placed on the roofline goes out with its picture as the embed's image; a picture
-that cannot be drawn never holds the verdict back."""
+"""A verdict placed on the roofline goes out with its picture as the embed's image, and the
+week's post with its fastest result's; a picture that cannot be drawn never holds either back."""
 
 from __future__ import annotations
 
@@ -7,14 +7,23 @@ import io
 import logging
 from types import SimpleNamespace
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from PIL import Image
 
 import bot.exts.delivery as delivery
+import bot.exts.schedule as schedule_module
 from bot.delivery.transport import PendingVerdict
+from bot.exts.schedule import DiscordPosts
+from bot.posting.post_transport import WeeklyPost
 from bot.progress.awards import Award
+from bot.progress.highlights import WeeklyHighlights
+from bot.progress.periods import week_of
+from bot.progress.speed_results import FastestOfWeek
 from graders.base import Check, SpeedResult, Verdict
+from graders.bottleneck import RooflineFigures
+from tests import timeline
 
 PLACED = SpeedResult(
     ratio=1.2,
@@ -78,3 +87,38 @@ async def test_a_picture_that_cannot_be_drawn_leaves_the_verdict_without_one(
     assert content.startswith("Passed **q/task**")
     assert files == [] and "image" not in embed.to_dict()
     assert "submission 7: the roofline picture failed" in caplog.text
+
+
+def _week(figures: RooflineFigures | None) -> WeeklyPost:
+    week = week_of(timeline.now().date(), ZoneInfo("UTC"))
+    fastest = FastestOfWeek(
+        week.key, "q/task", 3, 1, 42, "ada", 1.1, 1.2, "AMD EPYC 7B13", timeline.now(), figures
+    )
+    highlights = WeeklyHighlights(week.key, (), (), (), fastest)
+    return WeeklyPost(1, week, highlights, (), "A task")
+
+
+def _schedule() -> DiscordPosts:
+    return DiscordPosts(SimpleNamespace(get_guild=lambda guild_id: None))  # type: ignore[arg-type]
+
+
+FIGURES = RooflineFigures(8_392_704, 6_291_456, 3.1, 2.6, 17.0, 150.0, None)
+
+
+async def test_the_weeks_post_shows_the_fastests_picture_and_goes_out_without_a_broken_one(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    (part,) = await _schedule().weekly_parts(_week(FIGURES))
+    assert [name for name, _ in part.images] == ["week.png", "roofline.png"]
+    assert part.embeds[1].to_dict()["image"]["url"] == "attachment://roofline.png"
+    (part,) = await _schedule().weekly_parts(_week(None))  # never placed: no picture
+    assert [name for name, _ in part.images] == ["week.png"] and len(part.embeds) == 1
+
+    def broken(chart: object) -> bytes:
+        raise OSError("the font file is gone")
+
+    monkeypatch.setattr(schedule_module, "roofline_png", broken)
+    with caplog.at_level(logging.ERROR, logger="bot.exts.schedule"):
+        (part,) = await _schedule().weekly_parts(_week(FIGURES))
+    assert [name for name, _ in part.images] == ["week.png"] and len(part.embeds) == 1
+    assert "the fastest result's roofline picture failed" in caplog.text
