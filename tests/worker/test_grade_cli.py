@@ -200,7 +200,7 @@ def test_grade_refuses_a_seed_it_cannot_replay(seed: str, why: str, tmp_path: Pa
             "",
             ["missing.py"],
             "usage: brrrbot grade FILE --task QUEST/TASK [--seed N] [--json] [--watch] "
-            "[--no-trial] (or --list)",
+            "[--no-trial] [--profile] (or --list)",
         ),
     ],
 )
