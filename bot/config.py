@@ -40,6 +40,10 @@ FIX_HINTS: dict[str, str] = {
     "HTTP_HOST": "use an address of this machine, e.g. 127.0.0.1 or 0.0.0.0 (all interfaces)",
     "HTTP_PORT": "use a port number from 1 to 65535, or 0 to turn the HTTP server off",
     "BRRRBOT_URL": "use the bot's HTTP address, e.g. https://brrrbot.example.org",
+    "WEB_HOST": "use an address of this machine, e.g. 127.0.0.1 (behind a reverse proxy)",
+    "WEB_PORT": "use a port number from 1 to 65535, or 0 to serve no web pages",
+    "WEB_BASE_URL": "use the pages' public address, the root of a host name, e.g. "
+    "https://brrrbot.example.org",
     "BRRRBOT_TOKEN": "run /token new in your server and copy the token it shows",
 }
 
@@ -70,6 +74,13 @@ class Settings(BaseSettings):
     worker_device: DeviceChoice = "auto"
     http_host: str = Field(default="127.0.0.1", min_length=1)
     http_port: int = Field(default=8080, ge=0, le=65535)  # 0: no HTTP server
+    # the public pages of servers that opt in (``/admin setup web:true``): a listener of their
+    # own, so publishing them never publishes /metrics, /healthz or the API; 0: no pages
+    web_host: str = Field(default="127.0.0.1", min_length=1)
+    web_port: int = Field(default=0, ge=0, le=65535)
+    # where the pages are reached from outside (the reverse proxy's address); links from
+    # Discord need it, and without it none are shown
+    web_base_url: str | None = None
     # ``brrrbot submit``: the bot's HTTP address and the member's token from /token new
     brrrbot_url: str | None = None
     brrrbot_token: SecretStr | None = None
@@ -94,7 +105,19 @@ class Settings(BaseSettings):
     def _blank_dir_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
 
-    @field_validator("discord_token", "brrrbot_token", "brrrbot_url", mode="before")
+    @field_validator("web_base_url")
+    @classmethod
+    def _web_address(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        cleaned = value.strip().rstrip("/")
+        scheme, _, rest = cleaned.partition("://")
+        if scheme not in {"http", "https"} or not rest or any(c in rest for c in '/?#" \\<>'):
+            # the pages link from their host's root (/g/..., /static/...): no path, no query
+            raise ValueError("it must be an http:// or https:// host with no path or query")
+        return cleaned
+
+    @field_validator("discord_token", "brrrbot_token", "brrrbot_url", "web_base_url", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

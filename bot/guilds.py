@@ -53,6 +53,7 @@ class SetupChanges:
     moderator_role_id: int | None = None
     champion_role_id: int | None = None
     discussion_threads: bool | None = None
+    web_pages: bool | None = None
 
 
 class SetupRefused(ValueError):
@@ -115,6 +116,7 @@ _SETUP_COLUMNS = {
     "moderator_role_id": "moderator_role_id",
     "champion_role_id": "champion_role_id",
     "discussion_threads": "discussion_threads",
+    "web_pages": "web_pages",
 }
 
 

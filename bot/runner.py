@@ -41,6 +41,7 @@ from bot.outage import describe, is_database_unavailable
 from bot.services import Services
 from bot.shutdown import Shutdown
 from bot.startup import load_content_or_fail
+from bot.web.site import web_pages
 from bot.worker import PARENT_PID_ENV
 from sandbox import linux
 
@@ -94,6 +95,7 @@ async def _serve_until_stopped(
                     Scrape(services.reads, bot),
                     setups=(api_routes.setup(services),),
                 ),
+                web_pages(settings, services, DiscordCache(bot)),
                 verdict_notifications(services),
                 local_worker_pool(local_workers, settings, shutdown, services.verdicts.ring),
                 bot,
@@ -111,6 +113,22 @@ async def _serve_until_stopped(
     finally:
         shutdown.step = "closing the database"
         await engine.dispose()
+
+
+class DiscordCache:
+    """The names the web pages show that only Discord holds, from the client's cache."""
+
+    def __init__(self, client: discord.Client) -> None:
+        self.client = client
+
+    def guild_name(self, guild_id: int) -> str | None:
+        guild = self.client.get_guild(guild_id)
+        return guild.name if guild is not None else None
+
+    def role_name(self, guild_id: int, role_id: int) -> str | None:
+        guild = self.client.get_guild(guild_id)
+        role = guild.get_role(role_id) if guild is not None else None
+        return role.name if role is not None else None
 
 
 def _attribute(exc: Exception, shutdown: Shutdown) -> None:

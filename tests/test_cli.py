@@ -165,6 +165,10 @@ def test_unopenable_database_url(url: str, words: list[str], tmp_path: Path) -> 
         ({"LOG_LEVEL": "chatty"}, "LOG_LEVEL"),
         ({"MAX_PY_BYTES": "12"}, "MAX_PY_BYTES"),
         ({"WORKER_DEVICE": "tpu"}, "WORKER_DEVICE"),
+        ({"WEB_PORT": "70000"}, "WEB_PORT"),
+        ({"WEB_BASE_URL": "javascript:alert(1)"}, "WEB_BASE_URL"),
+        ({"WEB_BASE_URL": "https://brrr.example.org/?page=1"}, "WEB_BASE_URL"),
+        ({"WEB_BASE_URL": "https://example.org/brrrbot"}, "WEB_BASE_URL"),
     ],
 )
 def test_invalid_setting_names_the_variable(env: dict[str, str], variable: str, tmp_path: Path):

@@ -91,6 +91,9 @@ class Guild(CreatedAt, Base):
     champion_role_id: Mapped[int | None] = mapped_column(BigInteger)
     #: each daily post opens a public discussion thread
     discussion_threads: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: the server's boards, map and member pages are public on the web listener (opt-in); no
+    #: Python default, so an insert leaves it to the database, as inserts before 0012 did
+    web_pages: Mapped[bool] = mapped_column(Boolean, server_default=false())
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 

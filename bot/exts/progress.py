@@ -21,8 +21,9 @@ from bot.exts.error_replies import AnswersErrors
 from bot.presentation.board_embeds import leaderboard_embed, profile_text
 from bot.presentation.images import profile_card
 from bot.presentation.limits import truncate
+from bot.presentation.page_links import PageLinks, page_links
 from bot.presentation.speed_board_embeds import PICK_A_TASK, no_speed_results, speed_board_embed
-from bot.progress.leaderboard import Page, leaderboard
+from bot.progress.leaderboard import PAGE_SIZE, Page, leaderboard
 from bot.progress.members import ensure_member, find_member_id
 from bot.progress.profile import profile
 from bot.progress.speed_results import is_speed_ranked, speed_board, speed_task_refs
@@ -37,9 +38,11 @@ class Progress(commands.Cog):
     def __init__(self, bot: BrrrBot) -> None:
         self.bot = bot
 
-    async def _tz(self, guild_id: int) -> ZoneInfo:
+    async def _server(self, guild_id: int) -> tuple[ZoneInfo, PageLinks | None]:
+        """The server's time zone, and its public pages' links (None: no page to link to)."""
         guild = await self.bot.services.guild(guild_id)
-        return ZoneInfo(guild.timezone if guild else "UTC")
+        tz = ZoneInfo(guild.timezone if guild else "UTC")
+        return tz, page_links(self.bot.services.settings, guild)
 
     @app_commands.command(name="profile", description="XP, level, rank and streaks")
     @app_commands.describe(member="whose profile (default: yours)")
@@ -54,9 +57,11 @@ class Progress(commands.Cog):
         refs_by_quest = {
             q.id: [str(TaskRef(q.id, t.id)) for t in q.tasks] for q in guild_map.quests
         }
-        tz = await self._tz(guild_id)  # before the transaction: one session at a time
+        tz, links = await self._server(guild_id)  # before the transaction: one session at a time
         async with self.bot.services.sessions() as session, session.begin():
             row = await ensure_member(session, guild_id, who.id, display_name(who))
+            # the public page answers only while the member is listed: never link to a 404
+            listed = not row.hidden and row.anonymised_at is None
             numbers = await profile(
                 session,
                 guild_id=guild_id,
@@ -66,9 +71,10 @@ class Progress(commands.Cog):
                 content_task_refs_by_quest=refs_by_quest,
             )
         name = display_name(who)
+        page_url = links.member(who.id) if links is not None and listed else None
         card = await asyncio.to_thread(profile_card, numbers, name)
         await interaction.edit_original_response(
-            content=profile_text(numbers, name),
+            content=profile_text(numbers, name, page_url=page_url),
             attachments=[discord.File(io.BytesIO(card), filename="profile.png")],
         )
 
@@ -129,7 +135,9 @@ class Progress(commands.Cog):
         result = await self.bot.services.read(speed_board, guild_id=guild_id, task_ref=task_ref)
         title = task.title if task is not None else None
         if not result.empty:
-            embed = speed_board_embed(result, title=title)
+            links = page_links(self.bot.services.settings, await self.bot.services.guild(guild_id))
+            url = links.speed_board(result.task_ref) if links is not None else None
+            embed = speed_board_embed(result, title=title, url=url)
             await interaction.edit_original_response(embed=embed)
         elif task is not None and is_speed_ranked(task):
             content = no_speed_results(title, task_ref, retired=result.retired)
@@ -151,7 +159,7 @@ class Progress(commands.Cog):
         """Page ``number`` of the board as it is now, with the place of whoever asked (the
         member who ran the command, or who clicked a page button)."""
         guild_id = guild_id_of(interaction)
-        tz = await self._tz(guild_id)
+        tz, links = await self._server(guild_id)
         member_id = await self.bot.services.read(find_member_id, guild_id, interaction.user.id)
         page = await self.bot.services.read(
             leaderboard,
@@ -162,8 +170,14 @@ class Progress(commands.Cog):
             now=clock.now(),
             caller_member_id=member_id,
         )
+        # the web page that shows this page's first row (a web page holds more rows)
+        first = (page.page - 1) * PAGE_SIZE + 1
+        url = links.board_holding(period, first) if links is not None else None
         embed = leaderboard_embed(
-            page, period_label=PERIOD_LABELS[period], caller_name=display_name(interaction.user)
+            page,
+            period_label=PERIOD_LABELS[period],
+            caller_name=display_name(interaction.user),
+            url=url,
         )
         return embed, page_buttons(page)
 

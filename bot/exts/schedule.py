@@ -27,6 +27,7 @@ from bot.posting.posts import Posting
 from bot.presentation.board_embeds import weekly_post_embed
 from bot.presentation.images import weekly_chart
 from bot.presentation.limits import batch_embeds
+from bot.presentation.page_links import page_links
 from bot.presentation.quest_embeds import quest_embeds
 from bot.presentation.roofline_charts import ROOFLINE_FILENAME, fastest_chart
 from bot.presentation.roofline_image import roofline_png
@@ -124,12 +125,18 @@ class DiscordPosts:
         return [Part(batch) for batch in batch_embeds(embeds)]
 
     async def weekly_parts(self, post: WeeklyPost) -> Sequence[Part]:
-        """One message: a bar chart of the top 10 and the week's highlights."""
+        """One message: a bar chart of the top 10 and the week's highlights (with a link to the
+        week's board on the web when the server's pages are public)."""
         discord_guild = self.bot.get_guild(post.guild_id)
         guild_name = discord_guild.name if discord_guild is not None else ""
         chart = await asyncio.to_thread(weekly_chart, post.highlights, guild_name=guild_name)
+        links = page_links(self.bot.services.settings, await self.bot.services.guild(post.guild_id))
         embed = weekly_post_embed(
-            post.week.key, post.highlights, post.champions, post.fastest_title
+            post.week.key,
+            post.highlights,
+            post.champions,
+            post.fastest_title,
+            board_url=links.board("week") if links is not None else None,
         )
         embed.set_image(url=f"attachment://{IMAGE_NAME}")
         embeds, images = [embed], [(IMAGE_NAME, chart)]

@@ -71,9 +71,17 @@ def make_app(
 
 
 @contextlib.asynccontextmanager
-async def listening(app: web.Application, host: str, port: int) -> AsyncIterator[int]:
+async def listening(
+    app: web.Application,
+    host: str,
+    port: int,
+    *,
+    settings: str = "HTTP",
+    serves: str = "/healthz, /metrics, /api/v1",
+) -> AsyncIterator[int]:
     """Serve ``app`` on ``host:port`` (0: any free port) and yield the bound port.  A port in
-    use or a host that is not this machine's fails here, naming the settings to change."""
+    use or a host that is not this machine's fails here, naming the settings to change
+    (``{settings}_PORT`` and ``{settings}_HOST``)."""
     # No access log: a scrape every 15 s and a healthcheck every 30 s would fill the log.
     runner = web.AppRunner(
         app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT_S
@@ -84,12 +92,12 @@ async def listening(app: web.Application, host: str, port: int) -> AsyncIterator
             await web.TCPSite(runner, host, port).start()
         except OSError as exc:
             raise ConfigError(
-                f"HTTP_PORT: cannot listen on {host}:{port} ({exc.strerror or exc}); set "
-                "HTTP_PORT to a free port (and HTTP_HOST to an address of this machine), or "
-                "HTTP_PORT=0 to turn the HTTP server off"
+                f"{settings}_PORT: cannot listen on {host}:{port} ({exc.strerror or exc}); set "
+                f"{settings}_PORT to a free port (and {settings}_HOST to an address of this "
+                f"machine), or {settings}_PORT=0 to turn this listener off"
             ) from None
         bound = runner.addresses[0][1]
-        log.info("HTTP server on %s:%d (/healthz, /metrics, /api/v1)", host, bound)
+        log.info("%s listener on %s:%d (%s)", settings, host, bound, serves)
         yield bound
     finally:
         await runner.cleanup()

@@ -21,11 +21,17 @@ NAME_CHARS = 64  # a display name is at most 32 characters; escaping can double 
 HIDDEN = "hidden from the boards"
 #: tied first places named in the weekly post (all of them get the champion role)
 CHAMPIONS_NAMED = 20
+#: the words before a link to a public web page
+WEB_PAGE = "Public page"
+WEEK_ON_THE_WEB = "The new week's board on the web"
 
 
-def leaderboard_embed(page: Page, *, period_label: str, caller_name: str) -> Embed:
+def leaderboard_embed(
+    page: Page, *, period_label: str, caller_name: str, url: str | None = None
+) -> Embed:
     """One page of a board: medals for the top three, the caller's own place below, and the
-    page number in the footer.  ``period_label`` reads as "this week", "this month", "all time".
+    page number in the footer.  ``period_label`` reads as "this week", "this month", "all time";
+    ``url``, the board's public web page (when the server has one), is the title's link.
     """
     caller_id = page.caller.member_id if page.caller else None
     lines = [_entry_line(entry, entry.member_id == caller_id) for entry in page.entries]
@@ -42,6 +48,7 @@ def leaderboard_embed(page: Page, *, period_label: str, caller_name: str) -> Emb
         title=f"🏆 Leaderboard · {period_label[:1].upper()}{period_label[1:]}",
         description="\n".join(lines),
         colour=style.BOARD,
+        url=url,
     )
     embed.set_footer(text=f"Page {page.page}/{page.pages} · {plural(page.ranked, 'member')} ranked")
     return fit_embed(embed)
@@ -58,9 +65,10 @@ def _entry_line(entry: Entry, is_caller: bool) -> str:
     return f"{line} ← you" if is_caller else line
 
 
-def profile_text(profile: Profile, display_name: str) -> str:
+def profile_text(profile: Profile, display_name: str, *, page_url: str | None = None) -> str:
     """``/profile`` as text: level and progress, XP, rank, streaks, completions; a hidden
-    member's rank is the place they would have, marked hidden."""
+    member's rank is the place they would have, marked hidden.  ``page_url``: the member's
+    public web page, on a line of its own (in ``<>``: Discord shows no preview of it)."""
     level = profile.level
     rank = f"rank #{profile.rank}" if profile.rank is not None else "not ranked yet"
     if profile.hidden:
@@ -74,6 +82,8 @@ def profile_text(profile: Profile, display_name: str) -> str:
         f"Completed: {plural(len(profile.completed_quests), 'quest')}, "
         f"{plural(len(profile.completed_tasks), 'task')}",
     ]
+    if page_url is not None:
+        lines.append(f"{WEB_PAGE}: <{page_url}>")
     return truncate("\n".join(lines), CONTENT)
 
 
@@ -82,9 +92,12 @@ def weekly_post_embed(
     highlights: WeeklyHighlights,
     champions: Sequence[Champion],
     fastest_title: str | None,
+    *,
+    board_url: str | None = None,
 ) -> Embed:
     """The weekly post: the week's top, its champions, its fastest result (``fastest_title``:
-    its task's title, None when the map no longer has it), level-ups and longest streaks."""
+    its task's title, None when the map no longer has it), level-ups and longest streaks; with
+    ``board_url`` (the server's public week board), a last line that links to it."""
     lines = [
         f"{entry.rank}. **{safe_name(entry.display_name)}** · {entry.xp:,} XP"
         for entry in highlights.top
@@ -102,6 +115,8 @@ def weekly_post_embed(
         lines += ["", "**Longest streaks**"] + [
             f"{safe_name(s.display_name)}: {s.days} days" for s in highlights.streaks[:5]
         ]
+    if board_url is not None:
+        lines += ["", f"{WEEK_ON_THE_WEB}: {board_url}"]
     embed = Embed(
         title=truncate(f"🏆 Week {week_key}: the leaderboard", 256),
         description="\n".join(lines),

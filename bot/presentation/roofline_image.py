@@ -528,6 +528,28 @@ def roofline_layout(chart: RooflineChart) -> RooflineLayout:
     return _build(chart)[0]
 
 
+@dataclass(frozen=True)
+class RooflinePlot:
+    """What a picture without words needs of ``roofline_layout``: the same cleaned numbers and
+    axes, none of the text (placing labels measures fonts: most of a layout's cost)."""
+
+    axes: Axes
+    peak_gbs: float | None
+    peak_gflops: float | None
+    points: tuple[PlotPoint, ...]
+    slots: tuple[int, ...]
+
+    def roofs(self) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+        """The roofs as pixel segments inside the plot box (the slope, then the ceiling)."""
+        return _roof_segments(self.axes, self.peak_gbs, self.peak_gflops)
+
+
+def roofline_plot(chart: RooflineChart) -> RooflinePlot:
+    """``chart``'s numbers cleaned and its axes chosen, as ``roofline_layout`` does."""
+    peak_gbs, peak_gflops, points, slots, _ = _clean(chart)
+    return RooflinePlot(_axes(peak_gbs, peak_gflops, points), peak_gbs, peak_gflops, points, slots)
+
+
 # -- drawing -----------------------------------------------------------------------------------
 
 

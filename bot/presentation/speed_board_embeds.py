@@ -72,8 +72,10 @@ def retired_note(members: int) -> str:
     )
 
 
-def speed_board_embed(board: SpeedBoard, *, title: str | None) -> Embed:
-    """The board of one task: one ranked field per device class (see the module's rules)."""
+def speed_board_embed(board: SpeedBoard, *, title: str | None, url: str | None = None) -> Embed:
+    """The board of one task: one ranked field per device class (see the module's rules);
+    ``url``, the task's public speed board on the web (when the server has one), is the title's
+    link."""
     description = f"`{board.task_ref}` · {EXPLAINED}"
     if board.retired:
         description += f"\n{retired_note(board.retired)}"
@@ -81,6 +83,7 @@ def speed_board_embed(board: SpeedBoard, *, title: str | None) -> Embed:
         title=truncate(f"⚡ Speed board · {task_label(title, board.task_ref)}", TITLE),
         description=truncate(description, DESCRIPTION),
         colour=style.BOARD,
+        url=url,
     )
     room = EMBED_TOTAL - len(embed.title or "") - len(embed.description or "") - FOOTER_ROOM
     shown = 0

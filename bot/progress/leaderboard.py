@@ -8,7 +8,8 @@ Rules:
   around them.  Their own rank (``rank_of``) is still 1 + the listed members ahead of them.
 - Order: more XP first; on equal XP, whoever reached that total first; then the lower member id,
   so the order is total and ranks are distinct positions.
-- Pages hold 10 entries and are numbered from 1; a page past the end shows the last page.
+- Pages hold 10 entries (Discord; the web pages ask for more) and are numbered from 1; a page
+  past the end shows the last page.
 - Reads only the derived totals, never the ledger: a page is one range of the ``member_xp``
   leaderboard index, and a rank or a board's size sums ``member_xp_counts`` (members per XP
   value) instead of counting every member ahead, so both stay within milliseconds with 100k
@@ -75,7 +76,6 @@ def _members_at(guild_id: int, board: Board, key: str) -> Select[tuple[int]]:
 
 
 _ORDER = (MemberXp.xp.desc(), MemberXp.reached_at, MemberXp.member_id)
-_ENTRY_COLUMNS = (MemberXp.member_id, Member.user_id, Member.display_name, MemberXp.xp)
 
 
 async def rank_of(
@@ -124,13 +124,21 @@ async def rank_of(
 
 
 def _standings(guild_id: int, board: Board, key: str, limit: int, offset: int) -> Select[Any]:
-    return (
-        select(*_ENTRY_COLUMNS)
-        .join(Member, Member.id == MemberXp.member_id)
+    """A range of a board: the offset is skipped inside the covering leaderboard index alone,
+    and only the rows kept are joined to their members (a deep page costs index steps, not a
+    member lookup per skipped row)."""
+    page = (
+        select(MemberXp.member_id, MemberXp.xp, MemberXp.reached_at)
         .where(*_on_board(guild_id, board, key), MemberXp.xp > 0)
         .order_by(*_ORDER)
         .limit(limit)
         .offset(offset)
+        .subquery()
+    )
+    return (
+        select(page.c.member_id, Member.user_id, Member.display_name, page.c.xp)
+        .join(Member, Member.id == page.c.member_id)
+        .order_by(page.c.xp.desc(), page.c.reached_at, page.c.member_id)
     )
 
 
@@ -147,12 +155,12 @@ async def standings(
 
 
 async def _page(
-    session: AsyncSession, guild_id: int, board: Board, key: str, page: int
+    session: AsyncSession, guild_id: int, board: Board, key: str, page: int, size: int
 ) -> tuple[tuple[Entry, ...], int]:
     """A page's entries and the board's size: one statement, unless the page is empty."""
-    offset = (page - 1) * PAGE_SIZE
-    size = _members_at(guild_id, board, key).scalar_subquery()
-    query = _standings(guild_id, board, key, PAGE_SIZE, offset).add_columns(size)
+    offset = (page - 1) * size
+    ranked = _members_at(guild_id, board, key).scalar_subquery()
+    query = _standings(guild_id, board, key, size, offset).add_columns(ranked)
     rows = (await session.execute(query)).all()
     if rows:
         return _entries(rows, offset), rows[0][4]
@@ -168,15 +176,17 @@ async def leaderboard(
     tz: ZoneInfo,
     now: datetime,
     caller_member_id: int | None,
+    page_size: int = PAGE_SIZE,
 ) -> Page:
-    """One page of the ``period`` board (1-based ``page``) and the caller's own entry."""
+    """One page of the ``period`` board (1-based ``page`` of ``page_size`` entries) and the
+    caller's own entry."""
     key = period_key(period, now, tz)
     page = max(page, 1)
-    entries, ranked = await _page(session, guild_id, period, key, page)
-    pages = max(1, -(-ranked // PAGE_SIZE))
+    entries, ranked = await _page(session, guild_id, period, key, page, page_size)
+    pages = max(1, -(-ranked // page_size))
     if page > pages:
         page = pages
-        entries, ranked = await _page(session, guild_id, period, key, page)
+        entries, ranked = await _page(session, guild_id, period, key, page, page_size)
     caller = None
     if caller_member_id is not None:
         caller = await rank_of(session, guild_id, period, key, caller_member_id)

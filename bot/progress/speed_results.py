@@ -30,7 +30,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -42,7 +42,7 @@ from sqlalchemy.orm import aliased
 from bot.db.dialect import upsert
 from bot.db.models import Member, SpeedRecord
 from bot.progress.periods import Period
-from graders.base import SPEED_INSTRUMENT, SpeedResult
+from graders.base import SPEED_INSTRUMENT, Bound, SpeedResult
 from graders.bottleneck import RooflineFigures
 
 #: entries shown per device class
@@ -65,6 +65,9 @@ class SpeedEntry:
     learner_s: float
     reference_s: float
     achieved_at: datetime  # when this best run was recorded
+    #: where the run sat on the roofline (``speed_board(with_figures=True)``; None when the
+    #: trial placed nothing on one, or when not asked for)
+    figures: RooflineFigures | None = None
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,10 @@ _FIGURES = (
 )
 
 
-def _figures(row: SpeedRecord) -> RooflineFigures | None:
+def stored_figures(row: Any) -> RooflineFigures | None:
+    """A stored result's roofline figures (from anything with the ``_FIGURES`` attributes: a
+    row, an export); None for one stored without them (before 0011) or that could not be
+    placed (no bandwidth roof known where it ran)."""
     if (
         row.moved_bytes is None
         or row.flops is None
@@ -168,7 +174,7 @@ def _figures(row: SpeedRecord) -> RooflineFigures | None:
         row.reference_gflops,
         row.peak_gbs,
         row.peak_gflops,
-        row.bound,
+        Bound(row.bound) if row.bound is not None else None,
     )
 
 
@@ -183,12 +189,19 @@ def _ranks() -> ColumnElement[bool]:
 
 
 async def speed_board(
-    session: AsyncSession, *, guild_id: int, task_ref: str, per_device: int = PER_DEVICE
+    session: AsyncSession,
+    *,
+    guild_id: int,
+    task_ref: str,
+    per_device: int = PER_DEVICE,
+    with_figures: bool = False,
 ) -> SpeedBoard:
     """The board of one task: per device class, the first ``per_device`` listed members by
-    their best ratio, and how many have only retired results (see the rules)."""
+    their best ratio, and how many have only retired results (see the rules).  With
+    ``with_figures`` each entry carries its run's roofline figures (one more query)."""
     best = (
         select(
+            SpeedRecord.id.label("record_id"),
             SpeedRecord.member_id,
             SpeedRecord.device,
             SpeedRecord.board_ratio,
@@ -218,6 +231,7 @@ async def speed_board(
     )
     ranked = (
         select(
+            best.c.record_id,
             best.c.member_id,
             best.c.device,
             best.c.board_ratio,
@@ -249,12 +263,22 @@ async def speed_board(
             ranked.c.learner_s,
             ranked.c.reference_s,
             ranked.c.achieved_at,
+            ranked.c.record_id,
         )
         .join(Member, Member.id == ranked.c.member_id)
         .where(ranked.c.rank <= per_device)
         .order_by(ranked.c.device, ranked.c.rank)
     )
-    devices = _by_device((await session.execute(query)).all())
+    rows = (await session.execute(query)).all()
+    figures: dict[int, RooflineFigures | None] = {}
+    if with_figures and rows:
+        records = await session.execute(
+            select(SpeedRecord.id, *(getattr(SpeedRecord, name) for name in _FIGURES)).where(
+                SpeedRecord.id.in_([row[-1] for row in rows])
+            )
+        )
+        figures = {record.id: stored_figures(record) for record in records}
+    devices = _by_device(rows, figures)
     return SpeedBoard(guild_id, task_ref, devices, await _only_retired(session, guild_id, task_ref))
 
 
@@ -280,11 +304,13 @@ async def _only_retired(session: AsyncSession, guild_id: int, task_ref: str) -> 
     return await session.scalar(query) or 0
 
 
-def _by_device(rows: Sequence[Row[Any]]) -> tuple[DeviceBoard, ...]:
+def _by_device(
+    rows: Sequence[Row[Any]], figures: Mapping[int, RooflineFigures | None]
+) -> tuple[DeviceBoard, ...]:
     grouped: dict[str, list[SpeedEntry]] = {}
     sizes: dict[str, int] = {}
-    for device, ranked, *entry in rows:
-        grouped.setdefault(device, []).append(SpeedEntry(*entry))
+    for device, ranked, *entry, record_id in rows:
+        grouped.setdefault(device, []).append(SpeedEntry(*entry, figures.get(record_id)))
         sizes[device] = ranked
     order = sorted(grouped, key=lambda device: (-sizes[device], device))
     return tuple(DeviceBoard(device, sizes[device], tuple(grouped[device])) for device in order)
@@ -354,7 +380,7 @@ async def fastest_of_week(
         row.ratio,
         row.device,
         row.created_at,
-        _figures(row),
+        stored_figures(row),
     )
 
 

@@ -14,6 +14,7 @@ from PIL import Image
 
 import bot.exts.delivery as delivery
 import bot.exts.schedule as schedule_module
+from bot.config import Settings
 from bot.delivery.transport import PendingVerdict
 from bot.exts.schedule import DiscordPosts
 from bot.posting.post_transport import WeeklyPost
@@ -98,8 +99,14 @@ def _week(figures: RooflineFigures | None) -> WeeklyPost:
     return WeeklyPost(1, week, highlights, (), "A task")
 
 
+async def _no_server(guild_id: int) -> None:
+    return None  # no row: the post links to no web page
+
+
 def _schedule() -> DiscordPosts:
-    return DiscordPosts(SimpleNamespace(get_guild=lambda guild_id: None))  # type: ignore[arg-type]
+    services = SimpleNamespace(guild=_no_server, settings=Settings(_env_file=None))  # type: ignore[call-arg]
+    bot = SimpleNamespace(get_guild=lambda guild_id: None, services=services)
+    return DiscordPosts(bot)  # type: ignore[arg-type]
 
 
 FIGURES = RooflineFigures(8_392_704, 6_291_456, 3.1, 2.6, 17.0, 150.0, None)

@@ -572,3 +572,35 @@ async def test_0011_adds_the_roofline_figures_empty_and_refuses_an_unknown_bound
 
 def _speed_columns(connection: Any) -> list[Any]:
     return list(inspect(connection).get_columns("speed_results"))
+
+
+async def test_0012_leaves_every_existing_server_off_the_web(empty_url: str) -> None:
+    """A server set up before 0012 is not published by the upgrade; the downgrade keeps it."""
+    engine = make_engine(empty_url)
+    try:
+        await migrate.upgrade(engine, "0011")
+        async with engine.begin() as connection:
+            await connection.execute(
+                text(
+                    "INSERT INTO guilds (id, quest_channel_id, post_time, timezone, "
+                    "weekly_post_day, created_at, updated_at) "
+                    "VALUES (:id, 1, '09:00', 'UTC', 0, :now, :now)"
+                ),
+                {"id": GUILD_ID, "now": timeline.now()},
+            )
+        await migrate.upgrade(engine)
+        async with engine.connect() as connection:
+            flags = (await connection.execute(text("SELECT id, web_pages FROM guilds"))).all()
+            assert [tuple(row) for row in flags] == [(GUILD_ID, False)]
+            assert await connection.run_sync(_diff) == []
+        await migrate.downgrade(engine, "0011")
+        async with engine.connect() as connection:
+            ids = (await connection.execute(text("SELECT id FROM guilds"))).scalars().all()
+            columns = {c["name"] for c in await connection.run_sync(_guild_columns)}
+        assert list(ids) == [GUILD_ID] and "web_pages" not in columns
+    finally:
+        await engine.dispose()
+
+
+def _guild_columns(connection: Any) -> list[Any]:
+    return list(inspect(connection).get_columns("guilds"))

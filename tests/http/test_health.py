@@ -247,7 +247,7 @@ async def test_a_port_in_use_fails_the_start_naming_http_port(engine: AsyncEngin
             ):
                 raise AssertionError("started on a port in use")
     assert str(raised.value).startswith(f"HTTP_PORT: cannot listen on 127.0.0.1:{port} (")
-    assert "HTTP_PORT=0 to turn the HTTP server off" in str(raised.value)
+    assert "HTTP_PORT=0 to turn this listener off" in str(raised.value)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""/admin setup: where and when the posts go, who moderates, champion role, discussion threads."""
+"""/admin setup: where and when the posts go, who moderates, champion role, discussion threads,
+public web pages."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import discord
 from discord import app_commands
 
 from bot import clock, guilds
+from bot.config import Settings
 from bot.db.models import Guild
 from bot.exts.admin.role_checks import unmanageable_role
 from bot.exts.admin.shared import AdminBase, reply
 from bot.exts.common import UserFacingError, guild_id_of
+from bot.presentation.page_links import missing_settings, page_links
 from bot.progress.post_times import parse_post_time
 
 Weekday = Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -53,6 +56,7 @@ class SetupCommands(AdminBase):
         moderator_role="members with this role may use /admin too",
         champion_role="given to the week's first place when the weekly leaderboard is posted",
         threads="open a discussion thread under each daily post",
+        web="publish this server's boards, map and member pages on the web",
     )
     @app_commands.rename(champion_role="champion-role")
     @app_commands.autocomplete(timezone=timezone_autocomplete)
@@ -66,6 +70,7 @@ class SetupCommands(AdminBase):
         moderator_role: discord.Role | None = None,
         champion_role: discord.Role | None = None,
         threads: bool | None = None,
+        web: bool | None = None,
     ) -> None:
         guild_id = guild_id_of(interaction)
         current = await self.bot.services.guild(guild_id)
@@ -100,6 +105,7 @@ class SetupCommands(AdminBase):
             moderator_role_id=moderator_role.id if moderator_role else None,
             champion_role_id=champion_role.id if champion_role else None,
             discussion_threads=threads,
+            web_pages=web,
         )
         try:
             guild = await self.bot.services.write(
@@ -113,7 +119,7 @@ class SetupCommands(AdminBase):
         except guilds.SetupRefused as exc:
             raise UserFacingError(str(exc)) from None
         self._schedule().wake()
-        await reply(interaction, _summary(guild))
+        await reply(interaction, _summary(guild, self.bot.services.settings))
 
     @staticmethod
     def _channel(
@@ -125,7 +131,7 @@ class SetupCommands(AdminBase):
         return found if isinstance(found, discord.TextChannel) else None
 
 
-def _summary(guild: Guild) -> str:
+def _summary(guild: Guild, settings: Settings) -> str:
     """The whole setup as it now stands, so a partial change shows its context."""
     weekday = guilds.WEEKDAYS[guild.weekly_post_day]
     lines = [
@@ -142,4 +148,19 @@ def _summary(guild: Guild) -> str:
         if guild.discussion_threads
         else "Daily posts open no discussion thread."
     )
+    lines.append(_web_line(guild, settings))
     return " ".join(lines)
+
+
+def _web_line(guild: Guild, settings: Settings) -> str:
+    """Whether the server's pages are public, and where (or what the operator must set)."""
+    if not guild.web_pages:
+        return "The boards, map and member pages are not on the web."
+    links = page_links(settings, guild)
+    if links is not None:
+        return f"The boards, map and member pages are public at <{links.home()}>."
+    missing = " and ".join(missing_settings(settings))
+    return (
+        "The boards, map and member pages are public, but the bot's operator must set "
+        f"{missing} for anyone to reach them."
+    )
