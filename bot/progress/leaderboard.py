@@ -18,13 +18,14 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import ColumnElement, Row, Select, and_, func, or_, select, true
+from sqlalchemy import ColumnElement, Row, Select, and_, bindparam, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -66,26 +67,30 @@ def _on_board(guild_id: int, board: Board, key: str) -> tuple[ColumnElement[bool
     )
 
 
-def _members_at(guild_id: int, board: Board, key: str) -> Select[tuple[int]]:
-    """How many listed members are on a board, to be narrowed to a range of XP values."""
-    return select(func.coalesce(func.sum(MemberXpCount.members), 0)).where(
+def _counts_of(guild_id: int, board: Board, key: str) -> tuple[ColumnElement[bool], ...]:
+    """The per-XP-value counts of one board's listed members."""
+    return (
         MemberXpCount.guild_id == guild_id,
         MemberXpCount.period_kind == board,
         MemberXpCount.period_key == key,
     )
 
 
+def _members_at(guild_id: int, board: Board, key: str) -> Select[tuple[int]]:
+    """How many listed members are on a board, to be narrowed to a range of XP values."""
+    return select(func.coalesce(func.sum(MemberXpCount.members), 0)).where(
+        *_counts_of(guild_id, board, key)
+    )
+
+
 _ORDER = (MemberXp.xp.desc(), MemberXp.reached_at, MemberXp.member_id)
 
 
-async def rank_of(
-    session: AsyncSession, guild_id: int, board: Board, key: str, member_id: int
-) -> Entry | None:
-    """A member's place on one board, or None when they have no XP on it (one statement).
-
-    A hidden member gets the place they would have (1 + the listed members ahead), unlisted.
-    """
+@functools.cache
+def _rank_query() -> Select[Any]:
+    """``rank_of``'s statement, built once with its values bound at each execution."""
     me = aliased(MemberXp)
+    guild_id, board, key = bindparam("guild_id"), bindparam("board"), bindparam("key")
     # Every listed member with more XP (from the per-value counts), and every listed one with the
     # same XP who reached it earlier or at the same instant with a lower id (a short range of the
     # leaderboard index).
@@ -98,7 +103,7 @@ async def rank_of(
             and_(MemberXp.reached_at == me.reached_at, MemberXp.member_id < me.member_id),
         ),
     )
-    query = (
+    return (
         select(
             me.member_id,
             Member.user_id,
@@ -112,24 +117,37 @@ async def rank_of(
             me.guild_id == guild_id,
             me.period_kind == board,
             me.period_key == key,
-            me.member_id == member_id,
+            me.member_id == bindparam("member_id"),
             me.xp > 0,
         )
     )
-    row = (await session.execute(query)).one_or_none()
+
+
+async def rank_of(
+    session: AsyncSession, guild_id: int, board: Board, key: str, member_id: int
+) -> Entry | None:
+    """A member's place on one board, or None when they have no XP on it (one statement).
+
+    A hidden member gets the place they would have (1 + the listed members ahead), unlisted.
+    """
+    values = {"guild_id": guild_id, "board": board, "key": key, "member_id": member_id}
+    row = (await session.execute(_rank_query(), values)).one_or_none()
     if row is None:
         return None
     member, user_id, display_name, xp, ahead, listed = row
     return Entry(ahead + 1, member, user_id, display_name, xp, listed)
 
 
-def _standings(guild_id: int, board: Board, key: str, limit: int, offset: int) -> Select[Any]:
-    """A range of a board: the offset is skipped inside the covering leaderboard index alone,
-    and only the rows kept are joined to their members (a deep page costs index steps, not a
-    member lookup per skipped row)."""
+def _standings(
+    guild_id: int, board: Board, key: str, limit: int, offset: int, top: Any = None
+) -> Select[Any]:
+    """A range of a board, from its members with at most ``top`` XP (None: all): the offset is
+    skipped inside the covering leaderboard index alone, and only the rows kept are joined to
+    their members (a skipped row costs an index step, not a member lookup)."""
+    below = (MemberXp.xp <= top,) if top is not None else ()
     page = (
         select(MemberXp.member_id, MemberXp.xp, MemberXp.reached_at)
-        .where(*_on_board(guild_id, board, key), MemberXp.xp > 0)
+        .where(*_on_board(guild_id, board, key), MemberXp.xp > 0, *below)
         .order_by(*_ORDER)
         .limit(limit)
         .offset(offset)
@@ -154,17 +172,50 @@ async def standings(
     return _entries(rows, offset)
 
 
+@functools.cache
+def _start_query() -> Select[Any]:
+    """Where a page starts, from the per-value counts alone: the XP value its first row has,
+    how many listed members have more, and the board's size.  So a deep page skips only the
+    ties at that value in the leaderboard index, not every row ahead of it."""
+    guild_id, board, key = bindparam("guild_id"), bindparam("board"), bindparam("key")
+    upto = func.sum(MemberXpCount.members).over(order_by=MemberXpCount.xp.desc())
+    values = (
+        select(MemberXpCount.xp, MemberXpCount.members, upto.label("upto"))
+        .where(*_counts_of(guild_id, board, key))
+        .subquery()
+    )
+    size = _members_at(guild_id, board, key).scalar_subquery()
+    return (
+        select(values.c.xp, values.c.upto - values.c.members, size)
+        .where(values.c.upto > bindparam("offset"))
+        .order_by(values.c.xp.desc())
+        .limit(1)
+    )
+
+
+@functools.cache
+def _page_query() -> Select[Any]:
+    """A page from its first row's XP value on, built once with its values bound at each
+    execution (building it costs more than SQLite takes to answer it)."""
+    guild_id, board, key = bindparam("guild_id"), bindparam("board"), bindparam("key")
+    return _standings(
+        guild_id, board, key, bindparam("limit"), bindparam("offset"), top=bindparam("top")
+    )
+
+
 async def _page(
     session: AsyncSession, guild_id: int, board: Board, key: str, page: int, size: int
 ) -> tuple[tuple[Entry, ...], int]:
-    """A page's entries and the board's size: one statement, unless the page is empty."""
+    """A page's entries and the board's size: two short statements, one past the end."""
     offset = (page - 1) * size
-    ranked = _members_at(guild_id, board, key).scalar_subquery()
-    query = _standings(guild_id, board, key, size, offset).add_columns(ranked)
-    rows = (await session.execute(query)).all()
-    if rows:
-        return _entries(rows, offset), rows[0][4]
-    return (), (await session.execute(_members_at(guild_id, board, key))).scalar_one()
+    values = {"guild_id": guild_id, "board": board, "key": key}
+    start = (await session.execute(_start_query(), {**values, "offset": offset})).first()
+    if start is None:  # past the end (or an empty board)
+        return (), (await session.execute(_members_at(guild_id, board, key))).scalar_one()
+    top, ahead, ranked = start
+    window = {"top": top, "limit": size, "offset": offset - ahead}
+    rows = (await session.execute(_page_query(), {**values, **window})).all()
+    return _entries(rows, offset), ranked
 
 
 async def leaderboard(

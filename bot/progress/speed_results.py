@@ -30,12 +30,14 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, false, func, select
+from sqlalchemy import ColumnElement, Row, Select, bindparam, false, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -65,8 +67,7 @@ class SpeedEntry:
     learner_s: float
     reference_s: float
     achieved_at: datetime  # when this best run was recorded
-    #: where the run sat on the roofline (``speed_board(with_figures=True)``; None when the
-    #: trial placed nothing on one, or when not asked for)
+    #: where the run sat on the roofline (None when its trial placed nothing on one)
     figures: RooflineFigures | None = None
 
 
@@ -188,20 +189,13 @@ def _ranks() -> ColumnElement[bool]:
     return SpeedRecord.instrument == SPEED_INSTRUMENT
 
 
-async def speed_board(
-    session: AsyncSession,
-    *,
-    guild_id: int,
-    task_ref: str,
-    per_device: int = PER_DEVICE,
-    with_figures: bool = False,
-) -> SpeedBoard:
-    """The board of one task: per device class, the first ``per_device`` listed members by
-    their best ratio, and how many have only retired results (see the rules).  With
-    ``with_figures`` each entry carries its run's roofline figures (one more query)."""
+@functools.cache
+def _board_query() -> Select[Any]:
+    """The board's statement, built once (its parameters are bound at each execution: building
+    a statement of three nested selects costs more than SQLite takes to run it)."""
     best = (
         select(
-            SpeedRecord.id.label("record_id"),
+            *(getattr(SpeedRecord, name) for name in _FIGURES),
             SpeedRecord.member_id,
             SpeedRecord.device,
             SpeedRecord.board_ratio,
@@ -222,8 +216,8 @@ async def speed_board(
         )
         .join(Member, Member.id == SpeedRecord.member_id)
         .where(
-            SpeedRecord.guild_id == guild_id,
-            SpeedRecord.task_ref == task_ref,
+            SpeedRecord.guild_id == bindparam("guild_id"),
+            SpeedRecord.task_ref == bindparam("task_ref"),
             _ranks(),
             *_listed(),
         )
@@ -231,7 +225,7 @@ async def speed_board(
     )
     ranked = (
         select(
-            best.c.record_id,
+            *(best.c[name] for name in _FIGURES),
             best.c.member_id,
             best.c.device,
             best.c.board_ratio,
@@ -250,7 +244,7 @@ async def speed_board(
         .where(best.c.nth == 1)
         .subquery()
     )
-    query = (
+    return (
         select(
             ranked.c.device,
             ranked.c.ranked,
@@ -263,22 +257,26 @@ async def speed_board(
             ranked.c.learner_s,
             ranked.c.reference_s,
             ranked.c.achieved_at,
-            ranked.c.record_id,
+            *(ranked.c[name] for name in _FIGURES),
         )
         .join(Member, Member.id == ranked.c.member_id)
-        .where(ranked.c.rank <= per_device)
+        .where(ranked.c.rank <= bindparam("per_device"))
         .order_by(ranked.c.device, ranked.c.rank)
     )
-    rows = (await session.execute(query)).all()
-    figures: dict[int, RooflineFigures | None] = {}
-    if with_figures and rows:
-        records = await session.execute(
-            select(SpeedRecord.id, *(getattr(SpeedRecord, name) for name in _FIGURES)).where(
-                SpeedRecord.id.in_([row[-1] for row in rows])
-            )
-        )
-        figures = {record.id: stored_figures(record) for record in records}
-    devices = _by_device(rows, figures)
+
+
+async def speed_board(
+    session: AsyncSession,
+    *,
+    guild_id: int,
+    task_ref: str,
+    per_device: int = PER_DEVICE,
+) -> SpeedBoard:
+    """The board of one task: per device class, the first ``per_device`` listed members by
+    their best ratio, each with its run's roofline figures, and how many have only retired
+    results (see the rules)."""
+    params = {"guild_id": guild_id, "task_ref": task_ref, "per_device": per_device}
+    devices = _by_device((await session.execute(_board_query(), params)).all())
     return SpeedBoard(guild_id, task_ref, devices, await _only_retired(session, guild_id, task_ref))
 
 
@@ -304,13 +302,13 @@ async def _only_retired(session: AsyncSession, guild_id: int, task_ref: str) -> 
     return await session.scalar(query) or 0
 
 
-def _by_device(
-    rows: Sequence[Row[Any]], figures: Mapping[int, RooflineFigures | None]
-) -> tuple[DeviceBoard, ...]:
+def _by_device(rows: Sequence[Row[Any]]) -> tuple[DeviceBoard, ...]:
     grouped: dict[str, list[SpeedEntry]] = {}
     sizes: dict[str, int] = {}
-    for device, ranked, *entry, record_id in rows:
-        grouped.setdefault(device, []).append(SpeedEntry(*entry, figures.get(record_id)))
+    entry_fields = len(dataclasses.fields(SpeedEntry)) - 1  # all but the figures
+    for row in rows:
+        device, ranked, *entry = row[: 2 + entry_fields]
+        grouped.setdefault(device, []).append(SpeedEntry(*entry, stored_figures(row)))
         sizes[device] = ranked
     order = sorted(grouped, key=lambda device: (-sizes[device], device))
     return tuple(DeviceBoard(device, sizes[device], tuple(grouped[device])) for device in order)

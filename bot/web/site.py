@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 #: XP board rows per page (Discord shows 10; a page has room for more)
 PAGE_SIZE = 50
 #: speed results per device class on a task's page
-PER_DEVICE = 100
+PER_DEVICE = 50
 #: a page number longer than this is not one any board has
 PAGE_DIGITS = 7
 #: how long a browser or proxy may reuse a page before asking again (it then gets a 304)
@@ -202,7 +202,7 @@ async def speed_task(request: web.Request) -> web.Response:
     except KeyError:
         task = None
     board = await site.services.read(
-        speed_board, guild_id=guild.id, task_ref=ref, per_device=PER_DEVICE, with_figures=True
+        speed_board, guild_id=guild.id, task_ref=ref, per_device=PER_DEVICE
     )
     if board.empty and not (task is not None and is_speed_ranked(task)):
         raise PageError(404, "There is no speed board for this task.")

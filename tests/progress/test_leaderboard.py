@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from bot.progress import privacy
 from bot.progress.leaderboard import Page, leaderboard, rank_of
 from bot.progress.totals import Board
 from tests.progress.world import BERLIN, GUILD_ID, World
@@ -114,3 +115,30 @@ async def test_rank_of_a_member_not_on_the_board(world: World) -> None:
     ada = await world.member(1)
     async with world.sessions() as session:
         assert await rank_of(session, GUILD_ID, "all", "all", ada) is None
+
+
+async def test_every_page_holds_exactly_its_rows_with_ties_and_hidden_members(
+    world: World,
+) -> None:
+    """Pages start inside runs of equal XP, and hidden members (in those runs too) take no
+    place: each page is its slice of the order computed here, by the rules in the docstring."""
+    members = [await world.member(user_id) for user_id in range(1, 38)]
+    reached: dict[int, tuple[int, datetime]] = {}
+    for n, member in enumerate(members):
+        when = NOW - timedelta(minutes=n % 5)  # equal instants too: the lower id goes first
+        xp = 10 + (n % 4) * 10
+        await world.verdict(member, when, xp=xp)
+        reached[member] = (xp, when)
+    hidden = set(members[3::6])
+    async with world.sessions() as session, session.begin():
+        for member in hidden:
+            await privacy.hide(
+                session, guild_id=GUILD_ID, user_id=members.index(member) + 1, display_name="x"
+            )
+    expected = sorted(
+        (m for m in members if m not in hidden), key=lambda m: (-reached[m][0], reached[m][1], m)
+    )
+    shown = [
+        [(e.rank, e.member_id) for e in (await board(world, page=p)).entries] for p in (1, 2, 3, 4)
+    ]
+    assert shown == [list(enumerate(expected[i : i + 10], start=i + 1)) for i in range(0, 40, 10)]
