@@ -16,6 +16,7 @@ from discord.ext import commands
 from bot import clock
 from bot.app import BrrrBot
 from bot.content import AnyTask, TaskRef
+from bot.curriculum.task_choices import speed_boards
 from bot.exts.common import MAX_CHOICES, UserFacingError, bot_of, display_name, guild_id_of
 from bot.exts.error_replies import AnswersErrors
 from bot.presentation.board_embeds import leaderboard_embed, profile_text
@@ -111,13 +112,10 @@ class Progress(commands.Cog):
             return []
         guild_map = await self.bot.services.guild_map(interaction.guild_id)
         with_results = await self.bot.services.read(speed_task_refs, interaction.guild_id)
-        titles = {ref: task.title for ref, _, task in guild_map.tasks()}
-        ranked = [ref for ref, _, task in guild_map.tasks() if is_speed_ranked(task)]
-        refs = dict.fromkeys([*ranked, *with_results])
         needle = current.casefold().strip()
         choices = []
-        for ref in refs:
-            title = titles.get(ref, "")
+        for ref, title in speed_boards(guild_map, with_results):
+            title = title or ""
             if len(ref) <= 100 and (needle in ref.casefold() or needle in title.casefold()):
                 label = f"{ref} · {title}" if title else ref
                 choices.append(app_commands.Choice(name=truncate(label, 100), value=ref))

@@ -29,6 +29,7 @@ from bot import clock
 from bot.config import Settings
 from bot.content import TaskRef
 from bot.curriculum.guild_map import today_quest
+from bot.curriculum.task_choices import speed_boards
 from bot.db.models import Guild
 from bot.http.server import listening
 from bot.presentation.roofline_svg import roofline_svg
@@ -185,10 +186,8 @@ async def speed_index(request: web.Request) -> web.Response:
     site, guild, name = await _guild(request)
     guild_map = await site.services.guild_map(guild.id)
     with_results = set(await site.services.read(speed_task_refs, guild.id))
-    titles = {ref: task.title for ref, _, task in guild_map.tasks()}
-    ranked = [ref for ref, _, task in guild_map.tasks() if is_speed_ranked(task)]
-    refs = list(dict.fromkeys([*ranked, *sorted(with_results)]))
-    tasks = [(ref, titles.get(ref), ref in with_results) for ref in refs]
+    boards = speed_boards(guild_map, with_results)
+    tasks = [(ref, title, ref in with_results) for ref, title in boards]
     return _page(request, "speed_index.html", guild=guild, server=name, tasks=tasks)
 
 

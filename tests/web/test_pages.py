@@ -379,3 +379,23 @@ async def test_the_icon_and_stylesheet_are_the_only_static_files(site: Site) -> 
     for name in ("other.css", "site.js", "seeded.py"):
         async with site.http.get(f"{site.url}/static/{name}") as response:
             assert response.status == 404
+
+
+async def test_the_speed_index_lists_the_maps_speed_ranked_tasks_in_map_order(
+    site: Site,
+) -> None:
+    content = seed_content()
+    expected = [
+        f"{quest_id}/{task.id}"
+        for phase in content.phases
+        for quest_id in phase.quests
+        for task in content.quest(quest_id).tasks
+        if getattr(task, "speed", None) is not None
+    ]
+    _, body, _ = await get(site, "/speed")
+    listed = re.findall(r'<li><a href="/g/\d+/speed/([a-z0-9-]+/[a-z0-9-]+)">', body)
+    assert listed == expected and SPEED_TASK in listed
+    for ref in expected:
+        line = re.search(rf'speed/{ref}">.*?</li>', body)
+        assert line is not None
+        assert ("no results yet" in line[0]) == (ref != SPEED_TASK)
