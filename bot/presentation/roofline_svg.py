@@ -19,7 +19,7 @@ from bot.presentation.roofline_image import MARKERS, roofline_plot
 from graders.bottleneck import RooflineFigures
 
 #: the marker radius in the picture's own units (the PNG's pixels)
-RADIUS = 14
+RADIUS = 26
 
 
 @functools.lru_cache(maxsize=2048)
