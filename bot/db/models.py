@@ -465,7 +465,9 @@ class SpeedRecord(CreatedAt, Base):
     The boards rank each member's best ``board_ratio`` (a lower confidence bound of the median
     ``ratio``) per task and ``device`` (a CPU model or GPU name): ratios are only comparable on
     the same kind of hardware, and only among rows of one ``instrument``.  Rows of an older
-    instrument than ``graders.base.SPEED_INSTRUMENT`` are retired: kept, never ranked.
+    instrument than ``graders.base.SPEED_INSTRUMENT`` are retired: kept, never ranked.  A row a
+    moderator voided (``voided_at`` set, ``bot.progress.speed_voids``) ranks nowhere until
+    restored.
     """
 
     __tablename__ = "speed_results"
@@ -506,3 +508,8 @@ class SpeedRecord(CreatedAt, Base):
     peak_gbs: Mapped[float | None] = mapped_column(Float)
     peak_gflops: Mapped[float | None] = mapped_column(Float)
     bound: Mapped[Bound | None] = mapped_column(_states(Bound, "bound"))
+    # a moderator's void (``bot.progress.speed_voids``): struck from every board while set
+    voided_at: Mapped[datetime | None]
+    void_reason: Mapped[str | None] = mapped_column(String(200))
+    voided_by: Mapped[int | None] = mapped_column(BigInteger)  # the moderator's user id
+    void_notified_at: Mapped[datetime | None]  # when the member was told of the void

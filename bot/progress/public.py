@@ -94,6 +94,8 @@ async def member_page(
     for result in await member_speed_results(session, member.id):
         if result.instrument != SPEED_INSTRUMENT:
             continue  # retired: measured by an older instrument, ranks nowhere
+        if result.voided_at is not None:
+            continue  # voided by a moderator: ranks nowhere
         key = (result.task_ref, result.device)
         if key in best and best[key].board_ratio >= result.board_ratio:
             continue

@@ -25,6 +25,10 @@ Rules:
   ``bot.progress.periods`` week) by today's instrument, the task with the most of them (ties:
   the lower task ref), and its best result of that week.  Only speed-ranked tasks ever get
   results, so every task with results counts.
+- A result a moderator voided (``bot.progress.speed_voids``) is on no board, never the fastest
+  of the week, and gives its task no board of its own (``counts``): the member's best unvoided
+  result ranks instead, and a member with only void results on a task is not on its board (nor
+  counted as retired).  The member's export lists it with the void.
 - Whether a task is speed-ranked is asked of ``is_speed_ranked`` alone.
 """
 
@@ -184,9 +188,15 @@ def _listed() -> tuple[ColumnElement[bool], ...]:
     return (Member.hidden == false(), Member.anonymised_at.is_(None))
 
 
+def counts() -> ColumnElement[bool]:
+    """The row is not voided by a moderator (see the rules)."""
+    return SpeedRecord.voided_at.is_(None)
+
+
 def _ranks() -> ColumnElement[bool]:
-    """The row was measured by today's instrument (any other is retired: see the rules)."""
-    return SpeedRecord.instrument == SPEED_INSTRUMENT
+    """The row was measured by today's instrument (any other is retired: see the rules) and
+    is not voided."""
+    return (SpeedRecord.instrument == SPEED_INSTRUMENT) & counts()
 
 
 @functools.cache
@@ -281,13 +291,15 @@ async def speed_board(
 
 
 async def _only_retired(session: AsyncSession, guild_id: int, task_ref: str) -> int:
-    """Listed members with results on the task, none of them of today's instrument."""
+    """Listed members with unvoided results on the task, none of them of today's
+    instrument."""
     ranking = aliased(SpeedRecord)
     ranks = select(ranking.id).where(
         ranking.member_id == SpeedRecord.member_id,
         ranking.guild_id == guild_id,
         ranking.task_ref == task_ref,
         ranking.instrument == SPEED_INSTRUMENT,
+        ranking.voided_at.is_(None),
     )
     query = (
         select(func.count(SpeedRecord.member_id.distinct()))
@@ -295,6 +307,7 @@ async def _only_retired(session: AsyncSession, guild_id: int, task_ref: str) -> 
         .where(
             SpeedRecord.guild_id == guild_id,
             SpeedRecord.task_ref == task_ref,
+            counts(),
             ~ranks.exists(),
             *_listed(),
         )
@@ -407,12 +420,16 @@ class ExportedSpeedResult:
     peak_gbs: float | None
     peak_gflops: float | None
     bound: str | None
+    # a moderator's void: when and why (None: it counts); a void result ranks nowhere
+    voided_at: datetime | None = None
+    void_reason: str | None = None
 
 
 async def member_speed_results(
     session: AsyncSession, member_id: int
 ) -> tuple[ExportedSpeedResult, ...]:
-    """Every speed result of one member, oldest first (hidden or not: it is their own)."""
+    """Every speed result of one member, oldest first (hidden or not, void or not: it is their
+    own)."""
     query = (
         select(
             SpeedRecord.submission_id,
@@ -427,6 +444,8 @@ async def member_speed_results(
             SpeedRecord.board_ratio,
             SpeedRecord.created_at,
             *(getattr(SpeedRecord, name) for name in _FIGURES),
+            SpeedRecord.voided_at,
+            SpeedRecord.void_reason,
         )
         .where(SpeedRecord.member_id == member_id)
         .order_by(SpeedRecord.id)

@@ -25,6 +25,7 @@ from bot.exts.admin.grading import GradingCommands
 from bot.exts.admin.post_now import PostCommands
 from bot.exts.admin.roles import RoleCommands
 from bot.exts.admin.setup import SetupCommands
+from bot.exts.admin.speed import SpeedVoidCommands
 from bot.exts.admin.tokens import TokenCommands
 from bot.exts.admin.xp import XpCommands
 from bot.exts.common import guild_id_of
@@ -39,6 +40,7 @@ class Admin(
     XpCommands,
     RoleCommands,
     GradingCommands,
+    SpeedVoidCommands,
     ExportCommands,
     TokenCommands,
     commands.GroupCog,
