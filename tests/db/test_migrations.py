@@ -604,3 +604,55 @@ async def test_0012_leaves_every_existing_server_off_the_web(empty_url: str) -> 
 
 def _guild_columns(connection: Any) -> list[Any]:
     return list(inspect(connection).get_columns("guilds"))
+
+
+async def test_0014_leaves_every_result_ranked_and_the_downgrade_keeps_the_rows(
+    empty_url: str,
+) -> None:
+    """A result stored before 0014 is not void after it (it still ranks); a void set after it
+    is gone with the columns on the downgrade, the row kept."""
+    engine = make_engine(empty_url)
+    try:
+        await migrate.upgrade(engine, "0012")
+        world = World(make_sessionmaker(engine))
+        ada = await world.member(1)
+        submission_id = await _submission(world, ada)
+        async with engine.begin() as connection:
+            await connection.execute(
+                SPEED_RESULTS_0010.insert().values(
+                    guild_id=GUILD_ID,
+                    member_id=ada,
+                    submission_id=submission_id,
+                    task_ref=TASK,
+                    device="AMD EPYC",
+                    ratio=1.5,
+                    learner_s=0.002,
+                    reference_s=0.003,
+                    spread=0.05,
+                    board_ratio=1.4,
+                    pairs=50,
+                    instrument=SPEED_INSTRUMENT,
+                    created_at=timeline.now(),
+                )
+            )
+        await migrate.upgrade(engine)
+        voids = "voided_at, void_reason, voided_by, void_notified_at"
+        async with engine.connect() as connection:
+            row = (await connection.execute(text(f"SELECT {voids} FROM speed_results"))).one()
+            assert tuple(row) == (None, None, None, None)
+            assert await connection.run_sync(_diff) == []
+        async with make_sessionmaker(engine)() as session:
+            board = await speed_board(session, guild_id=GUILD_ID, task_ref=TASK)
+        assert [e.member_id for d in board.devices for e in d.entries] == [ada]
+        async with engine.begin() as connection:
+            await connection.execute(
+                text("UPDATE speed_results SET voided_at = :now, void_reason = 'x', voided_by = 7"),
+                {"now": timeline.now()},
+            )
+        await migrate.downgrade(engine, "0012")
+        async with engine.connect() as connection:
+            assert await connection.run_sync(_speed_rows) == [(submission_id, 1.5, 2, 1.4)]
+            columns = {c["name"] for c in await connection.run_sync(_speed_columns)}
+        assert not columns & {"voided_at", "void_reason", "voided_by", "void_notified_at"}
+    finally:
+        await engine.dispose()
