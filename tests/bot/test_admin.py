@@ -24,6 +24,8 @@ SUBCOMMANDS = {
     "admin schedule": {"quest": "go-brrrr", "date": "2099-01-01"},
     "admin xp": {"member": "self", "amount": 5, "reason": "test"},
     "admin regrade": {"submission": 1},
+    "admin speed-void": {"submission": 1, "reason": "test"},
+    "admin speed-restore": {"submission": 1},
     "admin export": {},
     "admin deliveries": {},
 }

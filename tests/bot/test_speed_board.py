@@ -246,6 +246,75 @@ def _centre(png: bytes, colour: tuple[int, int, int]) -> tuple[int, int]:
     )
 
 
+async def test_a_moderator_voids_a_result_the_member_is_told_once_and_restore_undoes_it(
+    world: World,
+) -> None:
+    fox = world.learner()
+    (recorded,) = _query(world, "SELECT COUNT(*) FROM speed_results")[0]
+    await _passes(world, fox, 99.0, GPU, 98.0)  # far ahead of everyone on the GPU
+    await _until_recorded(world, recorded + 1)
+    ((submission_id,),) = _query(
+        world,
+        "SELECT s.id FROM submissions s JOIN members m ON m.id = s.member_id WHERE m.user_id = ?",
+        fox.id,
+    )
+    xp_before = _query(world, "SELECT * FROM xp_ledger ORDER BY id")
+    board = await _reply(world, fox, "leaderboard", board="speed", task=BUILD_TASK)
+    assert f"<@{fox.id}>" in board.embeds[0]["fields"][0]["value"]
+
+    # the moderators' autocomplete lists it (a plain member's lists nothing)
+    choices = await world.fake.invoke_autocomplete(
+        world.guild, world.quests, world.owner, "admin speed-void", focused="submission", value=""
+    )
+    assert choices[0]["value"] == submission_id
+    assert choices[0]["name"].startswith(f"#{submission_id} · {fox.username} · {BUILD_TASK} · 98×")
+    world.fake.set_command_permission(world.guild, "admin", fox, allow=True)
+    assert (
+        await world.fake.invoke_autocomplete(
+            world.guild, world.quests, fox, "admin speed-void", focused="submission", value=""
+        )
+        == []
+    )
+    refused = await _reply(
+        world, fox, "admin speed-void", submission=submission_id, reason="mine, really"
+    )
+    assert refused.ephemeral and "Only moderators can use /admin" in refused.content
+
+    done = await _reply(
+        world,
+        world.owner,
+        "admin speed-void",
+        submission=submission_id,
+        reason="timed a cached result",
+    )
+    assert done.ephemeral and done.content.startswith(f"Voided submission #{submission_id}")
+    assert "They were told by DM" in done.content
+    board = await _reply(world, fox, "leaderboard", board="speed", task=BUILD_TASK)
+    assert f"<@{fox.id}>" not in json.dumps(board.embeds)
+    notice = await world.fake.wait_for_dm(fox, lambda m: "struck your speed result" in m.content)
+    assert "Reason: timed a cached result" in notice.content
+
+    again = await _reply(
+        world, world.owner, "admin speed-void", submission=submission_id, reason="twice"
+    )
+    assert "already void" in again.content
+    restored = await _reply(world, world.owner, "admin speed-restore", submission=submission_id)
+    assert restored.content.startswith(f"Restored submission #{submission_id}")
+    board = await _reply(world, fox, "leaderboard", board="speed", task=BUILD_TASK)
+    assert f"🥇 <@{fox.id}> · **98×**" in board.embeds[0]["fields"][0]["value"]
+    not_void = await _reply(world, world.owner, "admin speed-restore", submission=submission_id)
+    assert not_void.content == (
+        f"Submission #{submission_id}'s speed result is not void: there is nothing to restore."
+    )
+    unknown = await _reply(world, world.owner, "admin speed-void", submission=999_999, reason="x")
+    assert unknown.content.startswith("There is no submission #999999")
+    told = [m for m in world.fake.dms_to(fox) if "struck your speed result" in m.content]
+    assert len(told) == 1  # once, for the one void
+    assert _query(world, "SELECT * FROM xp_ledger ORDER BY id") == xp_before
+    actions = [a for (a,) in _query(world, "SELECT action FROM audit_log")]
+    assert actions.count("speed.void") == 1 and actions.count("speed.restore") == 1
+
+
 async def test_a_huge_board_still_fits_discord() -> None:
     """40 device classes with long, hostile names, 10 members each: whole lines, at most 25
     fields, 6000 characters, the rest counted in the footer; nothing pings."""

@@ -6,7 +6,7 @@ import logging
 
 import discord
 
-from bot import audit
+from bot import audit, guilds
 from bot.app import BrrrBot
 from bot.db.models import Guild
 from bot.exts.common import UserFacingError, guild_id_of
@@ -24,6 +24,15 @@ async def reply(interaction: discord.Interaction, text: str) -> None:
     await interaction.edit_original_response(
         content=truncate(text, CONTENT), allowed_mentions=discord.AllowedMentions.none()
     )
+
+
+async def is_moderator(interaction: discord.Interaction, bot: BrrrBot) -> bool:
+    """Whether the caller may use /admin here: Manage Server or the moderator role."""
+    member = interaction.user
+    manage = isinstance(member, discord.Member) and member.guild_permissions.manage_guild
+    roles = [role.id for role in getattr(member, "roles", [])]
+    guild = await bot.services.guild(guild_id_of(interaction))
+    return guilds.is_moderator(manage_guild=manage, role_ids=roles, guild=guild)
 
 
 class AdminBase:

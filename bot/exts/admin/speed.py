@@ -13,7 +13,7 @@ import discord
 from discord import app_commands
 
 from bot import clock
-from bot.exts.admin.shared import AdminBase, reply
+from bot.exts.admin.shared import AdminBase, is_moderator, reply
 from bot.exts.common import UserFacingError, bot_of, guild_id_of
 from bot.presentation.speed_voids import (
     recent_label,
@@ -39,11 +39,12 @@ def _results_autocomplete(*, voided: bool):  # type: ignore[no-untyped-def]
     async def complete(
         interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[int]]:
-        if interaction.guild_id is None:
+        bot = bot_of(interaction)
+        # the /admin check runs for commands, not for their autocomplete: a member who is no
+        # moderator sees nothing (hidden members' results are listed here)
+        if interaction.guild_id is None or not await is_moderator(interaction, bot):
             return []
-        recent = await bot_of(interaction).services.read(
-            recent_results, interaction.guild_id, voided=voided
-        )
+        recent = await bot.services.read(recent_results, interaction.guild_id, voided=voided)
         needle = current.casefold().strip().lstrip("#")
         return [
             app_commands.Choice(name=label, value=result.submission_id)
