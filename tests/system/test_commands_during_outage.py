@@ -167,6 +167,16 @@ CASES = [
         _slash("admin xp", member=_new_member, amount=5, reason="outage"),
     ),
     Case("admin regrade", "write", _slash("admin regrade", submission=lambda _, s: s.submission)),
+    Case(
+        "admin speed-void",
+        "write",
+        _slash("admin speed-void", submission=lambda _, s: s.submission, reason="outage"),
+    ),
+    Case(
+        "admin speed-restore",
+        "write",
+        _slash("admin speed-restore", submission=lambda _, s: s.submission),
+    ),
     Case("admin export", "read", _slash("admin export"), "Leaderboard ("),
     Case("admin deliveries", "read", _slash("admin deliveries"), "No failed deliveries"),
     Case(
