@@ -32,6 +32,7 @@ from bot.progress.speed_voids import (
     restore,
     void,
 )
+from graders.base import SPEED_INSTRUMENT
 from tests.progress.test_speed_results import (
     CPU,
     GPU,
@@ -56,6 +57,7 @@ async def result(
     when: datetime = INSIDE,
     device: str = GPU,
     task: str = TASK,
+    instrument: int = SPEED_INSTRUMENT,
 ) -> int:
     """A speed result recorded at ``when``; its submission id."""
     submission_id = await submission(world, member_id)
@@ -66,7 +68,7 @@ async def result(
             member_id=member_id,
             submission_id=submission_id,
             task_ref=task,
-            speed=trial(ratio, device),
+            speed=trial(ratio, device, instrument=instrument),
             now=when,
         )
     return submission_id
@@ -130,19 +132,22 @@ async def test_a_void_makes_the_next_best_rank_and_a_restore_puts_it_back_exactl
 
 
 async def test_voiding_all_of_a_members_results_removes_them(world: World) -> None:
-    ada, bob = await world.member(1), await world.member(2)
+    ada, bob, cyd = await world.member(1), await world.member(2), await world.member(3)
     first = await result(world, ada, 5.0)
     second = await result(world, ada, 2.0, device=CPU)
+    # cyd: a retired result, and a result of today's instrument that is voided below
+    await result(world, cyd, 7.0, instrument=SPEED_INSTRUMENT - 1)
+    struck = await result(world, cyd, 6.0)
     await result(world, bob, 3.0)
     only = await result(world, bob, 9.0, task="other/task")
-    for submission_id in (first, second, only):
+    for submission_id in (first, second, only, struck):
         await do_void(world, submission_id)
     assert await board_of(world) == [(GPU, 1, bob, 3.0)]
     async with world.sessions() as session:
         board = await speed_board(session, guild_id=GUILD_ID, task_ref=TASK)
         other = await speed_board(session, guild_id=GUILD_ID, task_ref="other/task")
         refs = await speed_task_refs(session, GUILD_ID)
-    assert board.retired == 0  # voided, not retired: nothing to resubmit for
+    assert board.retired == 1  # cyd, whose only unvoided result is retired; ada is not counted
     assert other.empty and other.retired == 0
     assert refs == (TASK,)  # a task whose only results are void has no board to offer
 
