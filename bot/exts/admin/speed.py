@@ -8,6 +8,7 @@ claimed first (``claim_notice``), and handed back if Discord refuses the DM.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import discord
 from discord import app_commands
@@ -35,7 +36,11 @@ from bot.progress.speed_voids import (
 log = logging.getLogger(__name__)
 
 
-def _results_autocomplete(*, voided: bool):  # type: ignore[no-untyped-def]
+def _results_autocomplete(
+    *, voided: bool
+) -> Callable[[discord.Interaction, str], Awaitable[list[app_commands.Choice[int]]]]:
+    """Autocomplete over the server's latest speed results (void ones, or not), for moderators."""
+
     async def complete(
         interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[int]]:
