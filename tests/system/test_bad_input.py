@@ -274,6 +274,8 @@ ARGUMENTS: list[tuple[str, str, Mapping[str, Any], str]] = [
     ),
     ("owner", "admin quest-disable", {"quest": "nope"}, "There is no quest `nope`"),
     ("owner", "admin regrade", {"submission": 999_999}, "There is no submission #999999"),
+    ("owner", "admin speed-void", {"submission": 999_999, "reason": "r"}, "no submission #999999"),
+    ("owner", "admin speed-restore", {"submission": 999_999}, "There is no submission #999999"),
     ("owner", "admin setup", {"time": "9am"}, "is not a time of day"),
     ("owner", "admin setup", {"timezone": "UTC+2"}, "not an IANA time zone"),
 ]
