@@ -604,3 +604,46 @@ async def test_0012_leaves_every_existing_server_off_the_web(empty_url: str) -> 
 
 def _guild_columns(connection: Any) -> list[Any]:
     return list(inspect(connection).get_columns("guilds"))
+
+
+async def test_0013_adds_empty_near_copy_tables_with_the_hash_index(empty_url: str) -> None:
+    """Submissions settled before 0013 are not fingerprinted after the fact: both tables start
+    empty; the fingerprints are indexed by (server, task, hash); the downgrade drops both and
+    keeps the rest."""
+    engine = make_engine(empty_url)
+    try:
+        await migrate.upgrade(engine, "0012")
+        async with engine.begin() as connection:
+            await connection.execute(
+                text(
+                    "INSERT INTO guilds (id, quest_channel_id, post_time, timezone, "
+                    "weekly_post_day, created_at, updated_at, web_pages) "
+                    "VALUES (:id, 1, '09:00', 'UTC', 0, :now, :now, false)"
+                ),
+                {"id": GUILD_ID, "now": timeline.now()},
+            )
+        await migrate.upgrade(engine, "0013")
+        async with engine.connect() as connection:
+            for table in ("solution_fingerprints", "near_copies"):
+                count = await connection.scalar(text(f"SELECT count(*) FROM {table}"))
+                assert count == 0, table
+            indexes = await connection.run_sync(
+                lambda c: {
+                    i["name"]: i["column_names"]
+                    for i in inspect(c).get_indexes("solution_fingerprints")
+                }
+            )
+            assert indexes["ix_solution_fingerprints_guild_id_task_ref_hash"] == [
+                "guild_id",
+                "task_ref",
+                "hash",
+            ]
+            assert await connection.run_sync(_diff) == []
+        await migrate.downgrade(engine, "0012")
+        async with engine.connect() as connection:
+            tables = await connection.run_sync(_tables)
+            ids = (await connection.execute(text("SELECT id FROM guilds"))).scalars().all()
+        assert not {"solution_fingerprints", "near_copies"} & tables
+        assert list(ids) == [GUILD_ID]
+    finally:
+        await engine.dispose()
