@@ -25,6 +25,7 @@ from bot.exts.admin.grading import GradingCommands
 from bot.exts.admin.post_now import PostCommands
 from bot.exts.admin.roles import RoleCommands
 from bot.exts.admin.setup import SetupCommands
+from bot.exts.admin.similar import SimilarCommands
 from bot.exts.admin.tokens import TokenCommands
 from bot.exts.admin.xp import XpCommands
 from bot.exts.common import guild_id_of
@@ -40,6 +41,7 @@ class Admin(
     RoleCommands,
     GradingCommands,
     ExportCommands,
+    SimilarCommands,
     TokenCommands,
     commands.GroupCog,
     group_name="admin",
