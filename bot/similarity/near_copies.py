@@ -4,13 +4,14 @@ above the threshold.
 Rules:
 
 - When a ``passed`` verdict settles (``bot.delivery.outcomes.settle``), in its transaction,
-  ``record_fingerprints`` replaces the submission's fingerprints (``bot.similarity.fingerprints``
+  ``record_fingerprints`` records the submission's fingerprints (``bot.similarity.fingerprints``
   of its code, the task's interface signatures left out) and flags every other member's
   fingerprinted submission of the same task in the same server whose Jaccard index with it is
   at least ``THRESHOLD``.  Only passing submissions are fingerprinted, so only passing ones
-  pair.  A submission settled again (a regrade) has its fingerprints replaced; one that no
-  longer passes has none.  A member's own submissions never pair; a solution under
-  ``MIN_TOKENS`` normalized tokens has no fingerprints and never pairs.
+  pair.  A submission settled again (a regrade: the same bytes) records what it already has;
+  nothing but ``/privacy delete`` removes fingerprints or pairs (nothing expires).  A member's
+  own submissions never pair; a solution under ``MIN_TOKENS`` normalized tokens has no
+  fingerprints and never pairs.
 - The earlier one of a pair is the one submitted first (the lower id), whichever settled
   first; a pair is recorded once (``near_copies`` is unique on it), with the score when found.
 - Candidates come from the (server, task, hash) index: the submissions sharing at least
@@ -28,7 +29,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -48,11 +49,8 @@ async def record_fingerprints(
     passed: bool,
     now: datetime,
 ) -> int:
-    """Replace the submission's fingerprints (none unless it ``passed``) and flag its
+    """Record the submission's fingerprints (none unless it ``passed``) and flag its
     near-copies (see the rules); how many pairs were newly flagged."""
-    await session.execute(
-        delete(SolutionFingerprint).where(SolutionFingerprint.submission_id == submission.id)
-    )
     if not passed:
         return 0
     source = solution_source(submission.content, submission.file_kind)
@@ -60,7 +58,9 @@ async def record_fingerprints(
     if not prints:
         return 0
     await session.execute(
-        insert(SolutionFingerprint),
+        upsert(session, SolutionFingerprint).on_conflict_do_nothing(
+            index_elements=[SolutionFingerprint.submission_id, SolutionFingerprint.hash]
+        ),
         [
             {
                 "guild_id": submission.guild_id,
