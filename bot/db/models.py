@@ -515,9 +515,16 @@ class SolutionFingerprint(Base):
 
     __tablename__ = "solution_fingerprints"
     __table_args__ = (
-        Index(None, "guild_id", "task_ref", "hash"),
-        Index(None, "member_id"),
-        UniqueConstraint("submission_id", "hash"),
+        # covering: a lookup by hash reads the index alone
+        Index(
+            "ix_solution_fingerprints_task_hash",
+            "guild_id",
+            "task_ref",
+            "hash",
+            "submission_id",
+            "member_id",
+        ),
+        UniqueConstraint("submission_id", "hash"),  # also finds a submission's rows
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

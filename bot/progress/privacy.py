@@ -394,8 +394,12 @@ async def delete_member_data(
         select(func.count()).select_from(XpEntry).where(XpEntry.member_id == member_id)
     )
     await session.execute(delete(SpeedRecord).where(SpeedRecord.member_id == member_id))
-    await session.execute(
-        delete(SolutionFingerprint).where(SolutionFingerprint.member_id == member_id)
+    await session.execute(  # through the submissions: fingerprints are indexed by submission
+        delete(SolutionFingerprint).where(
+            SolutionFingerprint.submission_id.in_(
+                select(Submission.id).where(Submission.member_id == member_id)
+            )
+        )
     )
     await session.execute(
         delete(NearCopy).where(

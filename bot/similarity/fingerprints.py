@@ -77,9 +77,12 @@ def segments(source: str, interface: Collection[str] = ()) -> list[list[str]]:
     """The normalized tokens of each top-level statement of ``source`` (a function, an import,
     an assignment) apart; empty when it does not tokenize."""
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        return _segments(tokenize.generate_tokens(io.StringIO(source).readline), interface)
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return []
+
+
+def _segments(tokens: Iterable[tokenize.TokenInfo], interface: Collection[str]) -> list[list[str]]:
     parts: list[list[str]] = []
     out: list[str] = []
     indent = 0  # INDENTs not yet closed
@@ -88,7 +91,8 @@ def segments(source: str, interface: Collection[str] = ()) -> list[list[str]]:
     skipping = False  # inside an interface signature
     depth = 0  # bracket depth, while skipping
     fstring = 0  # nesting of f-strings (Python 3.12 splits them into tokens)
-    for i, token in enumerate(tokens):
+    pending_def = False  # a ``def`` seen, its name not yet
+    for token in tokens:
         kind, text = token.type, token.string
         if kind in _DROPPED:
             continue
@@ -118,9 +122,15 @@ def segments(source: str, interface: Collection[str] = ()) -> list[list[str]]:
             if kind == _FSTRING_END:
                 fstring -= 1
             continue
-        if kind == tokenize.NAME:
-            if text == "def" and _next_name(tokens, i) in interface:
+        if pending_def:
+            pending_def = False
+            if kind == tokenize.NAME and text in interface:
                 skipping, depth = True, 0
+                continue
+            out.append("def")
+        if kind == tokenize.NAME:
+            if text == "def":
+                pending_def = True
                 continue
             out.append(text if text in _KEPT_NAMES or previous == "." else NAME)
         elif kind in _LITERALS:
@@ -129,13 +139,6 @@ def segments(source: str, interface: Collection[str] = ()) -> list[list[str]]:
             out.append(_SYMBOLS.get(kind, text))
         previous = text
     return [part for part in parts if part]
-
-
-def _next_name(tokens: Sequence[tokenize.TokenInfo], i: int) -> str | None:
-    for token in tokens[i + 1 :]:
-        if token.type not in _DROPPED:
-            return token.string if token.type == tokenize.NAME else None
-    return None
 
 
 def kgram_hashes(tokens: Sequence[str], k: int = K) -> list[int]:

@@ -14,9 +14,10 @@ Rules:
   fingerprints and never pairs.
 - The earlier one of a pair is the one submitted first (the lower id), whichever settled
   first; a pair is recorded once (``near_copies`` is unique on it), with the score when found.
-- Candidates come from the (server, task, hash) index: the submissions sharing at least
-  ``THRESHOLD`` of this one's fingerprints (fewer cannot reach it, as |A ∪ B| >= |A|); only they
-  are counted and scored.  No other submission's row is read.
+- Candidates come from the (server, task, hash) index, by prefix filtering (``_near``): a
+  pair at the threshold shares at least ``need = ceil(THRESHOLD * n)`` of this one's ``n``
+  fingerprints (|A ∪ B| >= |A|), so it holds most of the smallest few; only the submissions
+  that do are counted and scored.  No table is scanned.
 - Nothing here is shown to members and nothing changes XP: ``/admin similar`` lists the pairs
   (``near_copies``), newest first.  ``/privacy delete`` removes the member's fingerprints and
   every pair naming them (``bot.progress.privacy``).
@@ -29,7 +30,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -39,6 +40,8 @@ from bot.similarity.fingerprints import THRESHOLD, fingerprints, solution_source
 
 #: pairs listed by ``near_copies``; the rest are counted
 SHOWN = 15
+#: values bound in one IN list (SQLite and asyncpg take at most 32,766)
+_CHUNK = 1_000
 
 
 async def record_fingerprints(
@@ -57,23 +60,25 @@ async def record_fingerprints(
     prints = fingerprints(source, interface) if source is not None else frozenset()
     if not prints:
         return 0
-    await session.execute(
-        upsert(session, SolutionFingerprint).on_conflict_do_nothing(
-            index_elements=[SolutionFingerprint.submission_id, SolutionFingerprint.hash]
-        ),
-        [
-            {
-                "guild_id": submission.guild_id,
-                "member_id": submission.member_id,
-                "submission_id": submission.id,
-                "task_ref": submission.task_ref,
-                "hash": value,
-            }
-            for value in prints
-        ],
+    known = await session.scalar(
+        select(func.count()).where(SolutionFingerprint.submission_id == submission.id)
     )
+    if not known:  # settled again (a regrade of the same bytes): already recorded
+        await session.execute(
+            insert(SolutionFingerprint.__table__),  # Core: no ORM bookkeeping per row
+            [
+                {
+                    "guild_id": submission.guild_id,
+                    "member_id": submission.member_id,
+                    "submission_id": submission.id,
+                    "task_ref": submission.task_ref,
+                    "hash": value,
+                }
+                for value in prints
+            ],
+        )
     flagged = 0
-    for other, other_member, score in await _near(session, submission, len(prints)):
+    for other, other_member, score in await _near(session, submission, prints):
         earlier, later = sorted([(other, other_member), (submission.id, submission.member_id)])
         result = await session.execute(
             upsert(session, NearCopy)
@@ -96,47 +101,58 @@ async def record_fingerprints(
 
 
 async def _near(
-    session: AsyncSession, submission: Submission, size: int
+    session: AsyncSession, submission: Submission, prints: frozenset[int]
 ) -> list[tuple[int, int, float]]:
     """(submission id, member id, score) of each other member's fingerprinted submission of the
-    task at or above the threshold, found through the hash index."""
-    mine = aliased(SolutionFingerprint)
-    theirs = aliased(SolutionFingerprint)
-    shared = func.count().label("shared")
-    candidates = (
-        await session.execute(
-            select(theirs.submission_id, theirs.member_id, shared)
-            .select_from(mine)
-            .join(
-                theirs,
-                (theirs.guild_id == mine.guild_id)
-                & (theirs.task_ref == mine.task_ref)
-                & (theirs.hash == mine.hash),
-            )
+    task at or above the threshold.
+
+    Prefix filtering: a submission reaching the threshold shares at least ``need`` of this
+    one's ``n`` fingerprints, so it lacks at most ``slack = n - need`` of any of them: of the
+    ``2 * slack + 1`` smallest, looked up in the (server, task, hash) index, it holds at least
+    ``slack + 1``.  Only the submissions that do are candidates, and only their own rows (the
+    (submission, hash) index) are counted."""
+    need = math.ceil(THRESHOLD * len(prints))
+    slack = len(prints) - need  # of this one's fingerprints a near-copy may lack
+    prefix = sorted(prints)[: 2 * slack + 1]
+    shared: dict[tuple[int, int], int] = {}
+    for start in range(0, len(prefix), _CHUNK):
+        rows = await session.execute(
+            select(SolutionFingerprint.submission_id, SolutionFingerprint.member_id, func.count())
             .where(
-                mine.submission_id == submission.id,
-                theirs.member_id != submission.member_id,
+                SolutionFingerprint.guild_id == submission.guild_id,
+                SolutionFingerprint.task_ref == submission.task_ref,
+                SolutionFingerprint.hash.in_(prefix[start : start + _CHUNK]),
+                SolutionFingerprint.member_id != submission.member_id,
             )
-            .group_by(theirs.submission_id, theirs.member_id)
-            .having(shared >= math.ceil(THRESHOLD * size))
+            .group_by(SolutionFingerprint.submission_id, SolutionFingerprint.member_id)
         )
-    ).all()
+        for other, member, count in rows.tuples():
+            shared[other, member] = shared.get((other, member), 0) + count
+    # lacking at most ``slack`` of the prefix, a near-copy holds the other ``slack + 1`` of it
+    candidates = {
+        other: member for (other, member), count in shared.items() if count >= len(prefix) - slack
+    }
     if not candidates:
         return []
-    sizes = dict(
-        (
-            await session.execute(
-                select(SolutionFingerprint.submission_id, func.count())
-                .where(SolutionFingerprint.submission_id.in_([c[0] for c in candidates]))
-                .group_by(SolutionFingerprint.submission_id)
-            )
-        ).all()
+    mine = select(SolutionFingerprint.hash).where(
+        SolutionFingerprint.submission_id == submission.id
     )
     found = []
-    for other, member, common in candidates:
-        score = common / (size + sizes[other] - common)
-        if score >= THRESHOLD:
-            found.append((other, member, score))
+    ids = sorted(candidates)
+    for start in range(0, len(ids), _CHUNK):
+        rows = await session.execute(
+            select(
+                SolutionFingerprint.submission_id,
+                func.count(),
+                func.sum(case((SolutionFingerprint.hash.in_(mine), 1), else_=0)),
+            )
+            .where(SolutionFingerprint.submission_id.in_(ids[start : start + _CHUNK]))
+            .group_by(SolutionFingerprint.submission_id)
+        )
+        for other, size, common in rows.tuples():
+            score = common / (len(prints) + size - common)
+            if score >= THRESHOLD:
+                found.append((other, candidates[other], score))
     return found
 
 

@@ -1,8 +1,9 @@
 """near copies: fingerprints of passing code, and the pairs flagged for moderators
 
 ``solution_fingerprints`` holds the winnowed fingerprints of each passing submission's code
-(``bot.similarity``), indexed by (server, task, hash) so a new pass finds the earlier ones that
-share its hashes without a scan.  ``near_copies`` holds each pair at or above the threshold,
+(``bot.similarity``), indexed by (server, task, hash), the submission and member included so
+a lookup reads the index alone: a new pass finds the earlier ones that share its hashes
+without a scan.  ``near_copies`` holds each pair at or above the threshold,
 once.  Both start empty: submissions settled before are not fingerprinted after the fact.
 The downgrade drops both tables.
 
@@ -49,12 +50,9 @@ def upgrade() -> None:
         ),
     )
     op.create_index(
-        op.f("ix_solution_fingerprints_guild_id_task_ref_hash"),
+        op.f("ix_solution_fingerprints_task_hash"),
         "solution_fingerprints",
-        ["guild_id", "task_ref", "hash"],
-    )
-    op.create_index(
-        op.f("ix_solution_fingerprints_member_id"), "solution_fingerprints", ["member_id"]
+        ["guild_id", "task_ref", "hash", "submission_id", "member_id"],
     )
     op.create_table(
         "near_copies",
@@ -93,8 +91,8 @@ def downgrade() -> None:
     op.drop_index(op.f("ix_near_copies_member_id"), table_name="near_copies")
     op.drop_index(op.f("ix_near_copies_guild_id_task_ref_created_at"), table_name="near_copies")
     op.drop_table("near_copies")
-    op.drop_index(op.f("ix_solution_fingerprints_member_id"), table_name="solution_fingerprints")
     op.drop_index(
-        op.f("ix_solution_fingerprints_guild_id_task_ref_hash"), table_name="solution_fingerprints"
+        op.f("ix_solution_fingerprints_task_hash"),
+        table_name="solution_fingerprints",
     )
     op.drop_table("solution_fingerprints")

@@ -633,11 +633,8 @@ async def test_0013_adds_empty_near_copy_tables_with_the_hash_index(empty_url: s
                     for i in inspect(c).get_indexes("solution_fingerprints")
                 }
             )
-            assert indexes["ix_solution_fingerprints_guild_id_task_ref_hash"] == [
-                "guild_id",
-                "task_ref",
-                "hash",
-            ]
+            name = "ix_solution_fingerprints_task_hash"
+            assert indexes[name] == ["guild_id", "task_ref", "hash", "submission_id", "member_id"]
             assert await connection.run_sync(_diff) == []
         await migrate.downgrade(engine, "0012")
         async with engine.connect() as connection:
