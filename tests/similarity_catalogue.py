@@ -196,13 +196,13 @@ def every_task() -> list[TaskFigures]:
 def report(figures: list[TaskFigures]) -> str:
     lines = [
         f"threshold {THRESHOLD:.2f}, minimum {MIN_TOKENS} normalized tokens",
-        f"{'task':42} {'honest pairs':>12} {'max':>6} {'copies':>6} {'min':>6}  short (h/c)",
+        f"{'task':46} {'honest pairs':>12} {'max':>6} {'copies':>6} {'min':>6}  short (h/c)",
     ]
     for f in figures:
         hi = f"{f.honest_max:.3f}" if f.honest_max is not None else "-"
         lo = f"{f.copies_min:.3f}" if f.copies_min is not None else "-"
         lines.append(
-            f"{f.task:42} {len(f.honest):>12} {hi:>6} {len(f.copies):>6} {lo:>6}"
+            f"{f.task:46} {len(f.honest):>12} {hi:>6} {len(f.copies):>6} {lo:>6}"
             f"  {f.honest_short}/{f.copies_short}"
         )
     return "\n".join(lines)
