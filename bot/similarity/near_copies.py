@@ -126,7 +126,7 @@ async def _near(
             )
             .group_by(SolutionFingerprint.submission_id, SolutionFingerprint.member_id)
         )
-        for other, member, count in rows.tuples():
+        for other, member, count in rows:
             shared[other, member] = shared.get((other, member), 0) + count
     # lacking at most ``slack`` of the prefix, a near-copy holds the other ``slack + 1`` of it
     candidates = {
@@ -149,7 +149,7 @@ async def _near(
             .where(SolutionFingerprint.submission_id.in_(ids[start : start + _CHUNK]))
             .group_by(SolutionFingerprint.submission_id)
         )
-        for other, size, common in rows.tuples():
+        for other, size, common in rows:
             score = common / (len(prints) + size - common)
             if score >= THRESHOLD:
                 found.append((other, candidates[other], score))

@@ -10,10 +10,12 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import event, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.db.models import NearCopy, SolutionFingerprint, Submission
 from bot.delivery.outcomes import settle
 from bot.progress import privacy
+from bot.similarity.fingerprints import THRESHOLD, similarity
 from bot.similarity.near_copies import near_copies
 from graders.base import Check, Verdict
 from tests.graders.catalogue import catalogue_for
@@ -123,6 +125,20 @@ async def test_the_earlier_submission_is_the_earlier_one_whichever_settles_first
     assert [f[:4] for f in await flags(world)] == [(second, bob, first, ada)]
 
 
+async def test_a_copy_with_much_added_is_under_the_threshold_and_not_flagged(
+    world: World,
+) -> None:
+    """Most of it is shared, enough to be a candidate: the score alone keeps it out."""
+    extra = "\n\n" + CATALOGUE.styles[1].code.replace("def decode_step", "def decode_again")
+    padded = ORIGINAL + extra
+    score = similarity(ORIGINAL, padded, INTERFACE)
+    assert score is not None and 0.5 < score < THRESHOLD, score
+    ada, bob = await world.member(1, "Ada"), await world.member(2, "Bob")
+    await submit(world, ada, ORIGINAL)
+    await submit(world, bob, padded)
+    assert await flags(world) == []
+
+
 async def test_the_same_member_twice_is_no_pair(world: World) -> None:
     ada = await world.member(1, "Ada")
     await submit(world, ada, ORIGINAL)
@@ -191,8 +207,20 @@ async def test_candidates_come_from_the_hash_index(world: World) -> None:
         for statement, parameters in statements:
             rows = await connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
             plans.extend(str(row[-1]) for row in rows)
-    scans = [p for p in plans if p.startswith("SCAN") and "solution_fingerprints" in p]
-    assert scans == [], plans
+    reads = [p for p in plans if "solution_fingerprints" in p]
+    assert reads, plans
+    # each read is a search by submission, or by server, task and hash in the covering index
+    wide = [
+        p
+        for p in reads
+        if not p.startswith("SEARCH")
+        or not (
+            "(submission_id=?" in p
+            or ("task_ref=? AND hash=?" in p and "USING COVERING INDEX" in p)
+        )
+    ]
+    assert wide == [], plans
+    assert any("task_ref=? AND hash=?" in p for p in reads), plans
 
 
 async def test_the_moderators_list_newest_first_capped(world: World) -> None:
@@ -238,3 +266,28 @@ async def test_privacy_delete_takes_the_fingerprints_and_every_pair_naming_them(
             .where(SolutionFingerprint.member_id == bob)
         )
     assert left == 0 and second not in await fingerprinted(world)
+
+
+async def test_privacy_delete_takes_them_outright_not_by_the_cascade(world: World) -> None:
+    """As with speed results, the deletion names the fingerprints and pairs itself: with SQLite's
+    foreign keys off (no cascade), nothing of the member's is left in either table."""
+    engine = world.sessions.kw["bind"]
+    if engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's foreign keys are switched off for the test")
+    ada, bob = await world.member(1, "Ada"), await world.member(2, "Bob")
+    await submit(world, ada, ORIGINAL)
+    await submit(world, bob, COPY)
+    async with engine.connect() as connection:
+        driver = (await connection.get_raw_connection()).driver_connection
+        async with driver.execute("PRAGMA foreign_keys = OFF"):  # outside any transaction
+            pass
+        try:
+            async with AsyncSession(bind=connection) as session, session.begin():
+                await privacy.delete_member_data(session, guild_id=GUILD_ID, user_id=1, now=NOW)
+        finally:
+            async with driver.execute("PRAGMA foreign_keys = ON"):
+                pass
+    async with world.sessions() as session:
+        members = (await session.execute(select(SolutionFingerprint.member_id))).scalars().all()
+        pairs = await session.scalar(select(func.count()).select_from(NearCopy))
+    assert set(members) == {bob} and pairs == 0  # Ada was the pair's earlier member
