@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.background import Doorbell
 from bot.config import Settings
-from bot.content import Content
+from bot.content import BuildTask, Content
 from bot.curriculum.guild_map import GuildMap, load_guild_map
 from bot.db.models import Guild
 
@@ -62,3 +62,12 @@ class Services:
         except KeyError:
             return None
         return task.xp
+
+    async def task_interface(self, guild_id: int, task_ref: str) -> tuple[str, ...] | None:
+        """The functions a build task's solutions define (their signatures are left out of
+        near-copy fingerprints), or None for a task that is gone or is no build task."""
+        try:
+            _, task = (await self.guild_map(guild_id)).find_task(task_ref)
+        except KeyError:
+            return None
+        return task.function_names() if isinstance(task, BuildTask) else None

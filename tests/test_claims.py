@@ -338,7 +338,16 @@ def test_the_documented_defaults_of_commands_are_theirs() -> None:
 # --- docs/learners/privacy.md: "nothing expires" --------------------------------------------
 
 #: the tables that hold what Your data lists about a member, by their model's name
-MEMBER_DATA = {"Submission", "GradingJob", "XpEntry", "SpeedRecord", "ApiToken", "Member"}
+MEMBER_DATA = {
+    "Submission",
+    "GradingJob",
+    "XpEntry",
+    "SpeedRecord",
+    "ApiToken",
+    "Member",
+    "SolutionFingerprint",
+    "NearCopy",
+}
 
 
 def test_only_a_members_own_deletion_removes_their_data() -> None:
@@ -359,7 +368,15 @@ def test_only_a_members_own_deletion_removes_their_data() -> None:
                 and node.args[0].id in MEMBER_DATA
             ):
                 deleting.append(f"{where}:{node.lineno}: delete({node.args[0].id})")
-        for table in ("members", "submissions", "grading_jobs", "xp_ledger", "speed_results"):
+        for table in (
+            "members",
+            "submissions",
+            "grading_jobs",
+            "xp_ledger",
+            "speed_results",
+            "solution_fingerprints",
+            "near_copies",
+        ):
             if re.search(rf"DELETE\s+FROM\s+{table}\b", source, re.I):
                 deleting.append(f"{where}: DELETE FROM {table}")
     assert deleting, "the scan finds the deletion /privacy delete makes"

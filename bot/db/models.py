@@ -513,3 +513,55 @@ class SpeedRecord(CreatedAt, Base):
     void_reason: Mapped[str | None] = mapped_column(String(200))
     voided_by: Mapped[int | None] = mapped_column(BigInteger)  # the moderator's user id
     void_notified_at: Mapped[datetime | None]  # when the member was told of the void
+
+
+class SolutionFingerprint(Base):
+    """One winnowed fingerprint of a passing submission's code (``bot.similarity``): the hash
+    index finds the earlier passing submissions of the same task that share it, without reading
+    any other row.  Replaced when the submission is settled again; gone with the submission."""
+
+    __tablename__ = "solution_fingerprints"
+    __table_args__ = (
+        # covering: a lookup by hash reads the index alone
+        Index(
+            "ix_solution_fingerprints_task_hash",
+            "guild_id",
+            "task_ref",
+            "hash",
+            "submission_id",
+            "member_id",
+        ),
+        UniqueConstraint("submission_id", "hash"),  # also finds a submission's rows
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id", ondelete="CASCADE"))
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    task_ref: Mapped[str] = mapped_column(String(129))
+    hash: Mapped[int] = mapped_column(BigInteger)  # 63-bit, never negative
+
+
+class NearCopy(CreatedAt, Base):
+    """A passing submission at least ``bot.similarity.fingerprints.THRESHOLD`` alike to an
+    earlier passing one of the same task by another member: for moderators only, no penalty.
+    ``score`` is the Jaccard index of the two fingerprint sets."""
+
+    __tablename__ = "near_copies"
+    __table_args__ = (
+        UniqueConstraint("submission_id", "earlier_submission_id"),
+        Index(None, "guild_id", "task_ref", "created_at"),
+        Index(None, "member_id"),
+        Index(None, "earlier_member_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    task_ref: Mapped[str] = mapped_column(String(129))
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id", ondelete="CASCADE"))
+    earlier_submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE")
+    )
+    earlier_member_id: Mapped[int] = mapped_column(ForeignKey("members.id", ondelete="CASCADE"))
+    score: Mapped[float] = mapped_column(Float)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -36,6 +36,7 @@ from bot.logs import log_context
 from bot.metrics import METRICS
 from bot.progress.awards import NO_AWARD, Award, award_verdict
 from bot.progress.speed_results import record_speed
+from bot.similarity.near_copies import record_fingerprints
 from graders.base import Verdict
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class Store(Protocol):
     reads: async_sessionmaker[AsyncSession]
 
     async def task_xp(self, guild_id: int, task_ref: str) -> int | None: ...
+
+    async def task_interface(self, guild_id: int, task_ref: str) -> tuple[str, ...] | None: ...
 
 
 class Undeliverable(Exception):
@@ -89,8 +92,11 @@ async def deliver_pending(
             with log_context(submission_id=submission_id, guild_id=guild_id):
                 try:
                     xp = await store.task_xp(guild_id, task_ref)
+                    interface = await store.task_interface(guild_id, task_ref)
                     async with store.sessions() as session, session.begin():
-                        verdict = await settle(session, submission_id, xp, now())
+                        verdict = await settle(
+                            session, submission_id, xp, now(), interface=interface
+                        )
                     if verdict is not None:
                         settled += 1
                         read[submission_id] = verdict
@@ -144,12 +150,19 @@ async def _due_for_settling(
 
 
 async def settle(
-    session: AsyncSession, submission_id: int, task_xp: int | None, now: datetime
+    session: AsyncSession,
+    submission_id: int,
+    task_xp: int | None,
+    now: datetime,
+    *,
+    interface: Collection[str] | None = None,
 ) -> Verdict | None:
     """Pay a finished verdict's XP (``task_xp`` None: the task is gone, no XP), record its speed
-    result if it passed with one, and record the award on the submission; the verdict settled,
-    or None when another process settled it first.  Raises ``BadVerdict`` when the stored
-    verdict cannot be read."""
+    result if it passed with one, record its code's fingerprints and near-copies
+    (``bot.similarity.near_copies``; ``interface``: the build task's functions, None when it is
+    no build task on the map: nothing is fingerprinted), and record the award on the
+    submission; the verdict settled, or None when another process settled it first.  Raises
+    ``BadVerdict`` when the stored verdict cannot be read."""
     row = (
         await session.execute(
             select(Submission, Guild.timezone)
@@ -184,6 +197,10 @@ async def settle(
             task_ref=submission.task_ref,
             speed=verdict.speed,
             now=now,
+        )
+    if interface is not None:
+        await record_fingerprints(
+            session, submission, interface=interface, passed=verdict.status == "passed", now=now
         )
     await session.execute(
         update(Submission)

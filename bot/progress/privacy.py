@@ -12,7 +12,8 @@ Rules:
   only the result (the ledger row) is kept, never the text typed.
 - A deletion leaves no key back to the person.  In one transaction it removes the member's
   submissions (their grading jobs go with them by the foreign key's cascade), their speed
-  results (deleted outright, not left to the cascade) and their API token, takes their id from
+  results, the fingerprints of their code and every near-copy pair naming them (all deleted
+  outright, not left to the cascade) and their API token, takes their id from
   the weeks they were champion of, and anonymises the member row: the append-only ledger keeps
   its rows, pointing at a row that no longer names anyone (``user_id = -id``, no display name,
   hidden, ``anonymised_at`` set), whose totals are unlisted for good.  Audit rows about the
@@ -52,7 +53,9 @@ from bot.db.models import (
     GradingJob,
     Member,
     MemberXp,
+    NearCopy,
     RoleGrant,
+    SolutionFingerprint,
     SpeedRecord,
     Submission,
     WeeklyChampion,
@@ -391,6 +394,18 @@ async def delete_member_data(
         select(func.count()).select_from(XpEntry).where(XpEntry.member_id == member_id)
     )
     await session.execute(delete(SpeedRecord).where(SpeedRecord.member_id == member_id))
+    await session.execute(  # through the submissions: fingerprints are indexed by submission
+        delete(SolutionFingerprint).where(
+            SolutionFingerprint.submission_id.in_(
+                select(Submission.id).where(Submission.member_id == member_id)
+            )
+        )
+    )
+    await session.execute(
+        delete(NearCopy).where(
+            (NearCopy.member_id == member_id) | (NearCopy.earlier_member_id == member_id)
+        )
+    )
     removed = await session.execute(delete(Submission).where(Submission.member_id == member_id))
     await _uncrown(session, guild_id, user_id)
     await set_listed(session, guild_id=guild_id, member_id=member_id, listed=False)

@@ -7,13 +7,10 @@ member was told; NULL until then).  The void lives on the result's own row: a ro
 its submission, a regrade's trial updates the trial's columns only, and a member's deletion
 takes the row, its void included.
 
-Independent of 0013 (another change's revision), so either can be applied alone; 0013 is
-chained in before it later.
-
 The downgrade drops the columns: voided results would rank again.
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2027-01-18 12:00:00.000000
 """
 
@@ -23,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0014"
-down_revision = "0012"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

@@ -12,7 +12,7 @@ import pytest
 from fakediscord import Message, User
 from tests.bot.conftest import World
 from tests.bot.test_learner_commands import _text
-from tests.support import REPO, SOLUTIONS
+from tests.support import BUILD_TASK, REPO, SOLUTIONS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "admin speed-restore": {"submission": 1},
     "admin export": {},
     "admin deliveries": {},
+    "admin similar": {"task": BUILD_TASK},
 }
 
 
@@ -324,3 +325,39 @@ async def test_quest_add_refuses_an_interface_its_grader_does_not_call(world: Wo
         f"• added.yaml:{line}: interface names matmul_loops, matmul_dot but grader "
         "`matmul_three_ways` calls matmul_loops, matmul_dot, matmul_columns"
     ) in reply.content, reply.content
+
+
+async def test_similar_lists_a_copied_solution_for_moderators_only(world: World) -> None:
+    """Two members pass with the same code: the later one is listed against the earlier, with
+    both members and the score; neither verdict says a word of it."""
+    await _setup(world)
+    first, second = world.learner(), world.learner()
+    verdicts = []
+    for learner in (first, second):
+        handle = await world.submit(learner)
+        verdict = await handle.wait_for(lambda m: m.content.startswith(("Passed", "Error")), 60)
+        assert verdict.content.startswith("Passed"), verdict.content
+        verdicts.append(verdict.content)
+    assert not any("copy" in v.lower() or "similar" in v.lower() for v in verdicts)
+
+    choices = await world.fake.invoke_autocomplete(
+        world.guild, world.quests, world.owner, "admin similar", focused="task", value="go"
+    )
+    assert [c["value"] for c in choices] == [BUILD_TASK]
+
+    reply = await (await world.slash(world.owner, "admin similar", task=BUILD_TASK)).original()
+    assert reply.ephemeral
+    line = next(x for x in reply.content.splitlines() if f"<@{second.id}>" in x)
+    assert "**100%**" in line and line.index(f"<@{second.id}>") < line.index(f"<@{first.id}>")
+    assert "near-copy pair" in reply.content and "newest first" in reply.content
+
+    gone = await world.slash(world.owner, "admin similar", task="go-brrrr/no-such-task")
+    assert (await gone.original()).content == (
+        "There is no task `go-brrrr/no-such-task` in this server's map. "
+        "Pick one from the list as you type, or see `/quests`."
+    )
+    quiz = await world.slash(world.owner, "admin similar", task="go-brrrr/shape-predictions")
+    assert (await quiz.original()).content == (
+        "`go-brrrr/shape-predictions` is a quiz task: only build tasks' code is compared. "
+        "Pick a build task from the list as you type."
+    )

@@ -656,3 +656,43 @@ async def test_0014_leaves_every_result_ranked_and_the_downgrade_keeps_the_rows(
         assert not columns & {"voided_at", "void_reason", "voided_by", "void_notified_at"}
     finally:
         await engine.dispose()
+
+
+async def test_0013_adds_empty_near_copy_tables_with_the_hash_index(empty_url: str) -> None:
+    """Submissions settled before 0013 are not fingerprinted after the fact: both tables start
+    empty; the fingerprints are indexed by (server, task, hash); the downgrade drops both and
+    keeps the rest."""
+    engine = make_engine(empty_url)
+    try:
+        await migrate.upgrade(engine, "0012")
+        async with engine.begin() as connection:
+            await connection.execute(
+                text(
+                    "INSERT INTO guilds (id, quest_channel_id, post_time, timezone, "
+                    "weekly_post_day, created_at, updated_at, web_pages) "
+                    "VALUES (:id, 1, '09:00', 'UTC', 0, :now, :now, false)"
+                ),
+                {"id": GUILD_ID, "now": timeline.now()},
+            )
+        await migrate.upgrade(engine)  # through 0013, and on to the head the models are
+        async with engine.connect() as connection:
+            for table in ("solution_fingerprints", "near_copies"):
+                count = await connection.scalar(text(f"SELECT count(*) FROM {table}"))
+                assert count == 0, table
+            indexes = await connection.run_sync(
+                lambda c: {
+                    i["name"]: i["column_names"]
+                    for i in inspect(c).get_indexes("solution_fingerprints")
+                }
+            )
+            name = "ix_solution_fingerprints_task_hash"
+            assert indexes[name] == ["guild_id", "task_ref", "hash", "submission_id", "member_id"]
+            assert await connection.run_sync(_diff) == []
+        await migrate.downgrade(engine, "0012")
+        async with engine.connect() as connection:
+            tables = await connection.run_sync(_tables)
+            ids = (await connection.execute(text("SELECT id FROM guilds"))).scalars().all()
+        assert not {"solution_fingerprints", "near_copies"} & tables
+        assert list(ids) == [GUILD_ID]
+    finally:
+        await engine.dispose()

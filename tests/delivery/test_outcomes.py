@@ -62,9 +62,13 @@ class Store:
     sessions: async_sessionmaker[AsyncSession]
     reads: async_sessionmaker[AsyncSession]
     xp: int | None = XP
+    interface: tuple[str, ...] | None = None
 
     async def task_xp(self, guild_id: int, task_ref: str) -> int | None:
         return self.xp
+
+    async def task_interface(self, guild_id: int, task_ref: str) -> tuple[str, ...] | None:
+        return self.interface
 
 
 @dataclass

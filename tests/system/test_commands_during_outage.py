@@ -179,6 +179,7 @@ CASES = [
     ),
     Case("admin export", "read", _slash("admin export"), "Leaderboard ("),
     Case("admin deliveries", "read", _slash("admin deliveries"), "No failed deliveries"),
+    Case("admin similar", "read", _slash("admin similar", task=BUILD_TASK), "near-cop"),
     Case(
         "admin roles add",
         "write",

@@ -25,6 +25,7 @@ from bot.exts.admin.grading import GradingCommands
 from bot.exts.admin.post_now import PostCommands
 from bot.exts.admin.roles import RoleCommands
 from bot.exts.admin.setup import SetupCommands
+from bot.exts.admin.similar import SimilarCommands
 from bot.exts.admin.speed import SpeedVoidCommands
 from bot.exts.admin.tokens import TokenCommands
 from bot.exts.admin.xp import XpCommands
@@ -42,6 +43,7 @@ class Admin(
     GradingCommands,
     SpeedVoidCommands,
     ExportCommands,
+    SimilarCommands,
     TokenCommands,
     commands.GroupCog,
     group_name="admin",
