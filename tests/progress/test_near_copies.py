@@ -34,6 +34,10 @@ HONEST = "import torch\n\n" + CATALOGUE.styles[0].code
 SHORT = "def decode_step(x, cache, pos):\n    return x\n"
 NOW = now()
 
+#: SQLite's query plans and its foreign-key switch: the test runs on SQLite alone (PostgreSQL
+#: plans by table size, and its foreign keys cannot be switched off for a session)
+SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
 
 async def submit(
     world: World,
@@ -182,6 +186,7 @@ async def test_a_notebook_copy_is_flagged(world: World) -> None:
     assert [f[:3] for f in await flags(world)] == [(second, bob, first)]
 
 
+@SQLITE_ONLY
 async def test_candidates_come_from_the_hash_index(world: World) -> None:
     """The statements that look for pairs read fingerprints only through the (server, task,
     hash) index or the submission's own: no query scans the table."""
@@ -190,8 +195,6 @@ async def test_candidates_come_from_the_hash_index(world: World) -> None:
     plans: list[str] = []
     statements: list[tuple[str, tuple[object, ...]]] = []
     engine = world.sessions.kw["bind"]
-    if engine.dialect.name != "sqlite":
-        pytest.skip("SQLite's query plans are read; PostgreSQL plans by table size")
 
     def remember(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
         if "solution_fingerprints" in statement and statement.lstrip().startswith("SELECT"):
@@ -268,12 +271,11 @@ async def test_privacy_delete_takes_the_fingerprints_and_every_pair_naming_them(
     assert left == 0 and second not in await fingerprinted(world)
 
 
+@SQLITE_ONLY
 async def test_privacy_delete_takes_them_outright_not_by_the_cascade(world: World) -> None:
     """As with speed results, the deletion names the fingerprints and pairs itself: with SQLite's
     foreign keys off (no cascade), nothing of the member's is left in either table."""
     engine = world.sessions.kw["bind"]
-    if engine.dialect.name != "sqlite":
-        pytest.skip("SQLite's foreign keys are switched off for the test")
     ada, bob = await world.member(1, "Ada"), await world.member(2, "Bob")
     await submit(world, ada, ORIGINAL)
     await submit(world, bob, COPY)
