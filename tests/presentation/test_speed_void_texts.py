@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.presentation.speed_voids import recent_label, refusal_text, void_notice_text
+from bot.presentation.speed_void_words import recent_label, refusal_text, void_notice_text
 from bot.progress.speed_voids import (
     AlreadyVoid,
     NoSuchSubmission,

@@ -15,7 +15,7 @@ from bot.exts.common import (
     unknown_task_text,
 )
 from bot.presentation.limits import truncate
-from bot.presentation.near_copies import near_copies_text
+from bot.presentation.near_copy_lists import near_copies_text
 from bot.similarity.near_copies import near_copies
 
 

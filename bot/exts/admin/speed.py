@@ -16,7 +16,7 @@ from discord import app_commands
 from bot import clock
 from bot.exts.admin.shared import AdminBase, is_moderator, reply
 from bot.exts.common import UserFacingError, bot_of, guild_id_of
-from bot.presentation.speed_voids import (
+from bot.presentation.speed_void_words import (
     recent_label,
     refusal_text,
     restored_text,
