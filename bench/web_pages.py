@@ -130,6 +130,7 @@ async def add_speed_results(
                 submission_id=row.id,
                 task_ref=SPEED_TASK,
                 speed=speed,
+                submitted_at=when,
                 now=when,
             )
 

@@ -87,6 +87,9 @@ class SpeedResult:
     reference_gflops: float | None = None
     peak_gflops: float | None = None
     bound: Bound | None = None
+    #: the sentence that names the bound (``graders.bottleneck.name_bound``), as the verdict
+    #: said it; "" when none was named, and in verdicts stored before it was kept
+    bound_sentence: str = ""
 
     @property
     def ranked_ratio(self) -> float:

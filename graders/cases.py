@@ -152,7 +152,11 @@ class CaseGrader:
             notes.append(f"Speed: {result.describe()}, timed by the worker on fresh inputs.")
             naming = name_bound(result, trial.profile, peak)
             result = dataclasses.replace(
-                result, peak_gbs=peak.gbs, peak_gflops=peak.gflops, bound=naming.bound
+                result,
+                peak_gbs=peak.gbs,
+                peak_gflops=peak.gflops,
+                bound=naming.bound,
+                bound_sentence=naming.sentence,
             )
             if naming.sentence:
                 notes.append(naming.sentence)

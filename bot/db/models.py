@@ -114,6 +114,10 @@ class Member(CreatedAt, Base):
     #: left off every public board (``/privacy hide``)
     hidden: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     anonymised_at: Mapped[datetime | None]
+    #: lets members who passed a task read this member's passing solution (``/privacy share``)
+    #: (server default only, and deferred: inserts and whole-row reads leave it out, so the
+    #: rest of the model works on a database before revision 0015; read it by name)
+    shares_solutions: Mapped[bool] = mapped_column(Boolean, server_default=false(), deferred=True)
 
 
 class GuildQuest(CreatedAt, Base):
@@ -159,7 +163,10 @@ class Submission(CreatedAt, Base):
     """
 
     __tablename__ = "submissions"
-    __table_args__ = (Index(None, "member_id", "created_at"),)
+    __table_args__ = (
+        Index(None, "member_id", "created_at"),
+        Index(None, "guild_id", "task_ref", "status"),  # a task's passing solutions
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
@@ -513,6 +520,23 @@ class SpeedRecord(CreatedAt, Base):
     void_reason: Mapped[str | None] = mapped_column(String(200))
     voided_by: Mapped[int | None] = mapped_column(BigInteger)  # the moderator's user id
     void_notified_at: Mapped[datetime | None]  # when the member was told of the void
+    #: its submission was made after the member opened the task's shared solutions
+    #: (``bot.progress.solutions``): marked on the boards, ranked below every result made before
+    after_reading: Mapped[bool] = mapped_column(Boolean, server_default=false())
+
+
+class SolutionRead(Base):
+    """The first time a member opened a task's shared solutions (``/solutions``): their speed
+    results of the task submitted since rank below those made before.  Never changes XP."""
+
+    __tablename__ = "solution_reads"
+    __table_args__ = (UniqueConstraint("member_id", "task_ref"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(ForeignKey("guilds.id", ondelete="CASCADE"))
+    member_id: Mapped[int] = mapped_column(ForeignKey("members.id", ondelete="CASCADE"))
+    task_ref: Mapped[str] = mapped_column(String(129))
+    opened_at: Mapped[datetime]
 
 
 class SolutionFingerprint(Base):

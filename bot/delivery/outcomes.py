@@ -196,6 +196,7 @@ async def settle(
             submission_id=submission.id,
             task_ref=submission.task_ref,
             speed=verdict.speed,
+            submitted_at=submission.created_at,
             now=now,
         )
     if interface is not None:

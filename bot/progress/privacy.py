@@ -8,13 +8,16 @@ Rules:
 - An export is everything kept about the caller in the server, as a typed tree that
   ``export_json`` writes out: the member row, totals, every ledger row, every submission with its
   code, verdict and grading jobs, quiz results, completions, speed results, the roles the bot
-  believes it gave them and the weeks they were champion.  Quiz answers are marked when given;
-  only the result (the ledger row) is kept, never the text typed.
+  believes it gave them, the weeks they were champion, and their sharing (whether they share,
+  the submissions members can read because of it, the tasks whose solutions they opened).
+  Quiz answers are marked when given; only the result (the ledger row) is kept, never the
+  text typed.
 - A deletion leaves no key back to the person.  In one transaction it removes the member's
   submissions (their grading jobs go with them by the foreign key's cascade), their speed
   results, the fingerprints of their code and every near-copy pair naming them (all deleted
-  outright, not left to the cascade) and their API token, takes their id from
-  the weeks they were champion of, and anonymises the member row: the append-only ledger keeps
+  outright, not left to the cascade), the record of which tasks' solutions they read, and
+  their API token, turns their sharing off, takes their id from the weeks they were champion
+  of, and anonymises the member row: the append-only ledger keeps
   its rows, pointing at a row that no longer names anyone (``user_id = -id``, no display name,
   hidden, ``anonymised_at`` set), whose totals are unlisted for good.  Audit rows about the
   user (``user:<id>``, or the bare id older versions wrote) are rewritten to name that row
@@ -66,6 +69,7 @@ from bot.progress.champions import NOBODY
 from bot.progress.ledger import COMPLETION_SOURCES
 from bot.progress.members import ensure_member, find_member_id, lock_member
 from bot.progress.role_queue import queue_users
+from bot.progress.solutions import ExportedSharing, exported_sharing, forget_sharing
 from bot.progress.speed_results import ExportedSpeedResult, member_speed_results
 from bot.progress.totals import set_listed
 
@@ -188,6 +192,7 @@ class MemberExport:
     role_ids_given: tuple[int, ...]
     champion_weeks: tuple[str, ...]
     speed_results: tuple[ExportedSpeedResult, ...] = ()
+    sharing: ExportedSharing | None = None  # what they share and whose solutions they read
 
 
 async def export(
@@ -233,6 +238,7 @@ async def export(
             )
         ),
         speed_results=await member_speed_results(session, member.id),
+        sharing=await exported_sharing(session, member),
     )
 
 
@@ -406,6 +412,7 @@ async def delete_member_data(
             (NearCopy.member_id == member_id) | (NearCopy.earlier_member_id == member_id)
         )
     )
+    await forget_sharing(session, member_id)
     removed = await session.execute(delete(Submission).where(Submission.member_id == member_id))
     await _uncrown(session, guild_id, user_id)
     await set_listed(session, guild_id=guild_id, member_id=member_id, listed=False)

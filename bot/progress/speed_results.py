@@ -29,6 +29,14 @@ Rules:
   of the week, and gives its task no board of its own (``counts``): the member's best unvoided
   result ranks instead, and a member with only void results on a task is not on its board (nor
   counted as retired).  The member's export lists it with the void.
+- Reading is not racing: a result whose submission was made after its member opened the task's
+  shared solutions (``bot.progress.solutions``) is ``after_reading``, decided when it is
+  recorded.  It is marked wherever it is shown and ranks below every result made without
+  reading: within a device class, a member's best is their best result made before reading
+  when they have one; the ranking puts every such best first, then the bests made after
+  reading; the fastest of the week prefers a result made before reading the same way.  The
+  ratios are untouched (what ranks within each tier is still the board ratio) and XP is not
+  affected.
 - Whether a task is speed-ranked is asked of ``is_speed_ranked`` alone.
 """
 
@@ -46,7 +54,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from bot.db.dialect import upsert
-from bot.db.models import Member, SpeedRecord
+from bot.db.models import Member, SolutionRead, SpeedRecord
 from bot.progress.periods import Period
 from graders.base import SPEED_INSTRUMENT, Bound, SpeedResult
 from graders.bottleneck import RooflineFigures
@@ -71,6 +79,7 @@ class SpeedEntry:
     learner_s: float
     reference_s: float
     achieved_at: datetime  # when this best run was recorded
+    after_reading: bool = False  # submitted after its member read the shared solutions
     #: where the run sat on the roofline (None when its trial placed nothing on one)
     figures: RooflineFigures | None = None
 
@@ -108,6 +117,7 @@ class FastestOfWeek:
     device: str
     achieved_at: datetime
     figures: RooflineFigures | None = None  # for its roofline picture; None if never measured
+    after_reading: bool = False  # submitted after its member read the shared solutions
 
 
 async def record_speed(
@@ -118,10 +128,17 @@ async def record_speed(
     submission_id: int,
     task_ref: str,
     speed: SpeedResult,
+    submitted_at: datetime,
     now: datetime,
 ) -> None:
     """Record a passing submission's speed trial: one row per submission, so settling it again
-    changes nothing, and a regrade's trial replaces the one before it."""
+    changes nothing, and a regrade's trial replaces the one before it.  ``submitted_at``, when
+    the submission was made, decides whether it came after reading (see the rules)."""
+    opened_at = await session.scalar(
+        select(SolutionRead.opened_at).where(
+            SolutionRead.member_id == member_id, SolutionRead.task_ref == task_ref
+        )
+    )
     values = {
         "device": speed.device,
         "instrument": speed.instrument,
@@ -132,6 +149,7 @@ async def record_speed(
         "spread": speed.spread,
         "pairs": speed.pairs,
         "created_at": now,
+        "after_reading": opened_at is not None and opened_at <= submitted_at,
         **{name: getattr(speed, name) for name in _FIGURES},
     }
     statement = upsert(session, SpeedRecord).values(
@@ -213,10 +231,12 @@ def _board_query() -> Select[Any]:
             SpeedRecord.learner_s,
             SpeedRecord.reference_s,
             SpeedRecord.created_at.label("achieved_at"),
+            SpeedRecord.after_reading,
             func.row_number()
             .over(
                 partition_by=(SpeedRecord.member_id, SpeedRecord.device),
                 order_by=(
+                    SpeedRecord.after_reading,  # made before reading first: see the rules
                     SpeedRecord.board_ratio.desc(),
                     SpeedRecord.created_at,
                     SpeedRecord.id,
@@ -243,10 +263,16 @@ def _board_query() -> Select[Any]:
             best.c.learner_s,
             best.c.reference_s,
             best.c.achieved_at,
+            best.c.after_reading,
             func.row_number()
             .over(
                 partition_by=best.c.device,
-                order_by=(best.c.board_ratio.desc(), best.c.achieved_at, best.c.member_id),
+                order_by=(
+                    best.c.after_reading,
+                    best.c.board_ratio.desc(),
+                    best.c.achieved_at,
+                    best.c.member_id,
+                ),
             )
             .label("rank"),
             func.count().over(partition_by=best.c.device).label("ranked"),
@@ -267,6 +293,7 @@ def _board_query() -> Select[Any]:
             ranked.c.learner_s,
             ranked.c.reference_s,
             ranked.c.achieved_at,
+            ranked.c.after_reading,
             *(ranked.c[name] for name in _FIGURES),
         )
         .join(Member, Member.id == ranked.c.member_id)
@@ -373,7 +400,12 @@ async def fastest_of_week(
             select(SpeedRecord, Member.user_id, Member.display_name)
             .join(Member, Member.id == SpeedRecord.member_id)
             .where(*in_week, SpeedRecord.task_ref == task_ref)
-            .order_by(SpeedRecord.board_ratio.desc(), SpeedRecord.created_at, SpeedRecord.id)
+            .order_by(
+                SpeedRecord.after_reading,
+                SpeedRecord.board_ratio.desc(),
+                SpeedRecord.created_at,
+                SpeedRecord.id,
+            )
             .limit(1)
         )
     ).first()
@@ -392,6 +424,7 @@ async def fastest_of_week(
         row.device,
         row.created_at,
         stored_figures(row),
+        row.after_reading,
     )
 
 
@@ -423,6 +456,7 @@ class ExportedSpeedResult:
     # a moderator's void: when and why (None: it counts); a void result ranks nowhere
     voided_at: datetime | None = None
     void_reason: str | None = None
+    after_reading: bool = False  # submitted after reading the task's shared solutions
 
 
 async def member_speed_results(
@@ -446,6 +480,7 @@ async def member_speed_results(
             *(getattr(SpeedRecord, name) for name in _FIGURES),
             SpeedRecord.voided_at,
             SpeedRecord.void_reason,
+            SpeedRecord.after_reading,
         )
         .where(SpeedRecord.member_id == member_id)
         .order_by(SpeedRecord.id)

@@ -34,7 +34,6 @@ import torch
 import torch.nn.functional as F
 
 from graders.base import BatchedRun, Check, HostPeak, Plan, SpeedResult, TrialOutcome, Verdict
-from graders.bottleneck import name_bound
 from graders.cases import CaseGrader
 from graders.comparison import Case, Mistake
 from graders.declaration import Declaration, Speed
@@ -177,7 +176,7 @@ class KvCacheDecode(CaseGrader):
         if note is None:
             return judged
         notes = list(judged.notes)
-        bound = name_bound(trial.result, trial.profile, peak).sentence
+        bound = judged.speed.bound_sentence
         speed = next((i for i, n in enumerate(notes) if n.startswith("Speed: ")), len(notes))
         after = notes.index(bound) + 1 if bound in notes else speed + 1
         notes.insert(after, note)

@@ -206,6 +206,7 @@ async def test_0009_keeps_the_old_speed_results_retired(empty_url: str) -> None:
                 submission_id=fresh,
                 task_ref=TASK,
                 speed=trial,
+                submitted_at=when,
                 now=when,
             )
         async with world.sessions() as session:

@@ -119,6 +119,7 @@ async def record(
             submission_id=submission_id,
             task_ref=task,
             speed=trial(ratio, device, board_ratio=board_ratio, instrument=instrument),
+            submitted_at=when,
             now=when,
         )
 
@@ -153,6 +154,7 @@ async def test_settling_records_a_passing_trial_once_and_pays_the_same_xp(world:
             submission_id=fast,
             task_ref=TASK,
             speed=trial(1.8),
+            submitted_at=NOW,
             now=NOW,
         )
     assert await speed_rows(world) == [(fast, 1.8, GPU), (gone, 0.5, CPU)]

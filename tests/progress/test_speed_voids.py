@@ -69,6 +69,7 @@ async def result(
             submission_id=submission_id,
             task_ref=task,
             speed=trial(ratio, device, instrument=instrument),
+            submitted_at=when,
             now=when,
         )
     return submission_id
@@ -195,6 +196,7 @@ async def test_a_void_survives_a_regrade_and_never_touches_xp(world: World) -> N
             submission_id=submission_id,
             task_ref=TASK,
             speed=trial(6.0),
+            submitted_at=NOW + timedelta(hours=1),
             now=NOW + timedelta(hours=1),
         )
     async with world.sessions() as session:

@@ -132,6 +132,7 @@ async def _speed(world: World, member_id: int, ratio: float, now: datetime) -> N
             submission_id=row.id,
             task_ref=SPEED_TASK,
             speed=speed,
+            submitted_at=now,
             now=now,
         )
 

@@ -117,6 +117,7 @@ async def _gone_result(site: Site, user_id: int) -> int:
                 instrument=SPEED_INSTRUMENT,
                 board_ratio=1.8,
             ),
+            submitted_at=site.seeded.now - timedelta(hours=2),
             now=site.seeded.now - timedelta(hours=2),
         )
     return submission.id
