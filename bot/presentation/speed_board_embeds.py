@@ -2,7 +2,9 @@
 
 One field per device class, each ranked: place, member, ratio to the reference (the figure that
 ranks: a lower confidence bound of the trial's median), and the date of that best run as a
-Discord timestamp (shown in the reader's own locale).  When listed members have only results of
+Discord timestamp (shown in the reader's own locale).  A run submitted after its member read the
+task's shared solutions carries ``READ_MARK`` and ranks below every run made before; a line of
+the description says so when the board shows one.  When listed members have only results of
 the previous instrument, which no longer rank, one line of the description says so.  Mentions
 in an embed ping nobody.  A board never exceeds Discord's limits: a field holds whole lines up
 to 1024 characters, at most 25 fields are shown, and device classes that would take the embed
@@ -44,6 +46,14 @@ EXPLAINED = (
 )
 
 
+#: marks a run submitted after its member read the task's shared solutions (``/solutions``)
+READ_MARK = "📖"
+READ_NOTE = (
+    f"{READ_MARK} submitted after reading the shared solutions: ranked below every run made "
+    "before."
+)
+
+
 def task_label(title: str | None, task_ref: str) -> str:
     """How a task is named in a board or a post: its title, else its ref."""
     return truncate(safe_name(title) if title else task_ref, TITLE_CHARS)
@@ -77,6 +87,8 @@ def speed_board_embed(board: SpeedBoard, *, title: str | None, url: str | None =
     ``url``, the task's public speed board on the web (when the server has one), is the title's
     link."""
     description = f"`{board.task_ref}` · {EXPLAINED}"
+    if board.shows_after_reading:
+        description += f"\n{READ_NOTE}"
     if board.retired:
         description += f"\n{retired_note(board.retired)}"
     embed = Embed(
@@ -118,7 +130,11 @@ def device_field(device: DeviceBoard) -> tuple[str, str]:
 def entry_line(entry: SpeedEntry) -> str:
     place = MEDALS.get(entry.rank, f"`#{entry.rank}`")
     when = int(entry.achieved_at.timestamp())
-    return f"{place} <@{entry.user_id}> · **{format_ratio(entry.board_ratio)}×** · <t:{when}:d>"
+    mark = f" · {READ_MARK}" if entry.after_reading else ""
+    return (
+        f"{place} <@{entry.user_id}> · **{format_ratio(entry.board_ratio)}×** · <t:{when}:d>"
+        f"{mark}"
+    )
 
 
 def fastest_line(fastest: FastestOfWeek, *, title: str | None) -> str:
@@ -127,6 +143,7 @@ def fastest_line(fastest: FastestOfWeek, *, title: str | None) -> str:
         f"⚡ Fastest of the week: **{task_label(title, fastest.task_ref)}** — "
         f"<@{fastest.user_id}>, {format_ratio(fastest.board_ratio)}× the reference on "
         f"{safe_name(fastest.device)}"
+        + (f" ({READ_MARK} after reading the shared solutions)" if fastest.after_reading else "")
     )
 
 

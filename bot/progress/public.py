@@ -54,6 +54,7 @@ class BestSpeed:
     reference_s: float
     achieved_at: datetime
     figures: RooflineFigures | None
+    after_reading: bool = False  # submitted after reading the task's shared solutions
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,11 @@ async def member_page(
         if result.voided_at is not None:
             continue  # voided by a moderator: ranks nowhere
         key = (result.task_ref, result.device)
-        if key in best and best[key].board_ratio >= result.board_ratio:
+        # the boards' order (``bot.progress.speed_results``): made before reading first
+        if key in best and (best[key].after_reading, -best[key].board_ratio) <= (
+            result.after_reading,
+            -result.board_ratio,
+        ):
             continue
         best[key] = BestSpeed(
             result.task_ref,
@@ -108,6 +113,7 @@ async def member_page(
             result.reference_s,
             result.recorded_at,
             stored_figures(result),
+            result.after_reading,
         )
     return MemberPage(
         member.user_id,

@@ -103,6 +103,11 @@ class SpeedBoard:
         """Nobody ranks (``retired`` may still count members)."""
         return not self.devices
 
+    @property
+    def shows_after_reading(self) -> bool:
+        """A run shown was submitted after its member read the shared solutions."""
+        return any(entry.after_reading for device in self.devices for entry in device.entries)
+
 
 @dataclass(frozen=True)
 class FastestOfWeek:
