@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import os
 import random
 import statistics
@@ -43,17 +42,14 @@ from bot.config import Settings
 from bot.content import load_content
 from bot.db import migrate
 from bot.db.engine import make_engine, make_sessionmaker
-from bot.db.models import Guild, Member, SpeedRecord, Submission, XpEntry
+from bot.db.models import Guild, Member, SpeedRecord, XpEntry
 from bot.http.server import listening
 from bot.progress.leaderboard import leaderboard
-from bot.progress.speed_results import record_speed
 from bot.services import Services
 from bot.web.site import PAGE_SIZE, make_site
-from graders.base import SPEED_INSTRUMENT, Check, SpeedResult, Verdict
+from tests.web.seeded import SPEED_TASK, speed_result, store_speed_result
 
 REPO = Path(__file__).resolve().parent.parent
-SPEED_TASK = "transformer-internals/stable-softmax"
-DEVICE = "AMD EPYC 7B13"
 SERVER_NAME = "Bench Club"
 TARGET_P95_MS = 20
 
@@ -68,29 +64,6 @@ class Names:
         return None
 
 
-def _speed(rng: random.Random) -> SpeedResult:
-    """A trial with roofline figures, as ``tests/web/seeded.py`` stores one."""
-    ratio = round(rng.uniform(0.5, 4.0), 3)
-    return SpeedResult(
-        ratio=ratio,
-        learner_s=0.002 / ratio,
-        reference_s=0.002,
-        spread=0.03,
-        pairs=50,
-        device=DEVICE,
-        instrument=SPEED_INSTRUMENT,
-        board_ratio=ratio * 0.9,
-        achieved_gbs=10.0 * ratio,
-        peak_gbs=29.1,
-        reference_gbs=10.0,
-        moved_bytes=8_388_608,
-        flops=10_485_760,
-        achieved_gflops=5.0 * ratio,
-        reference_gflops=5.0,
-        peak_gflops=97.4,
-    )
-
-
 async def add_speed_results(
     sessions: async_sessionmaker[AsyncSession], results: int, members: int
 ) -> None:
@@ -101,37 +74,10 @@ async def add_speed_results(
     async with sessions() as session, session.begin():
         for n in range(results):
             member_id = runners[n % len(runners)]
-            speed = _speed(rng)
-            code = f"def softmax(x): return x.softmax(-1)  # {n}\n".encode()
-            verdict = Verdict(
-                SPEED_TASK, "passed", 1.0, (Check("correct", True, "ok"),), "", speed=speed
-            )
+            speed = speed_result(round(rng.uniform(0.5, 4.0), 3))
             when = NOW - timedelta(minutes=rng.randint(60, 60 * 24 * 60))
-            row = Submission(
-                guild_id=GUILD_ID,
-                member_id=member_id,
-                task_ref=SPEED_TASK,
-                filename="solution.py",
-                file_kind="py",
-                content=code,
-                size_bytes=len(code),
-                sha256=hashlib.sha256(code).hexdigest(),
-                status="passed",
-                score=1.0,
-                verdict=verdict.to_json(),
-                finished_at=when,
-            )
-            session.add(row)
-            await session.flush()
-            await record_speed(
-                session,
-                guild_id=GUILD_ID,
-                member_id=member_id,
-                submission_id=row.id,
-                task_ref=SPEED_TASK,
-                speed=speed,
-                submitted_at=when,
-                now=when,
+            await store_speed_result(
+                session, guild_id=GUILD_ID, member_id=member_id, speed=speed, tag=n, now=when
             )
 
 

@@ -165,20 +165,16 @@ async def void(
     row, member = await _result(session, guild_id, submission_id)
     if row.voided_at is not None:
         raise VoidRefused(AlreadyVoid(submission_id, row.void_reason or ""))
-    row.voided_at = now
-    row.void_reason = reason
-    row.voided_by = actor_user_id
-    row.void_notified_at = None
-    change = _change(row, member)
-    audit.add(
+    return _set_void(
         session,
+        row,
+        member,
         guild_id=guild_id,
         actor_user_id=actor_user_id,
         action="speed.void",
-        target=audit.user_target(member.user_id),
-        details=_details(change, reason=reason),
+        voided=(now, reason, actor_user_id),
+        reason=reason,
     )
-    return change
 
 
 async def restore(
@@ -193,19 +189,45 @@ async def restore(
     row, member = await _result(session, guild_id, submission_id)
     if row.voided_at is None:
         raise VoidRefused(NotVoid(submission_id))
-    reason = row.void_reason or ""
-    row.voided_at = None
-    row.void_reason = None
-    row.voided_by = None
+    return _set_void(
+        session,
+        row,
+        member,
+        guild_id=guild_id,
+        actor_user_id=actor_user_id,
+        action="speed.restore",
+        voided=None,
+        voided_for=row.void_reason or "",
+        restored_at=now.isoformat(),
+    )
+
+
+def _set_void(
+    session: AsyncSession,
+    row: SpeedRecord,
+    member: Member,
+    *,
+    guild_id: int,
+    actor_user_id: int,
+    action: str,
+    voided: tuple[datetime, str, int] | None,
+    **details: object,
+) -> VoidChange:
+    """Set ``voided`` (when, why, by whom) on the result, or clear it (None), and audit it.
+
+    Void and restore share this so that both reset the notice (a void's is due, a restore's
+    is moot) and both audit the same facts; ``details`` are what each adds to the audit row.
+    """
+    row.voided_at, row.void_reason, row.voided_by = voided or (None, None, None)
     row.void_notified_at = None
     change = _change(row, member)
     audit.add(
         session,
         guild_id=guild_id,
         actor_user_id=actor_user_id,
-        action="speed.restore",
+        action=action,
         target=audit.user_target(member.user_id),
-        details=_details(change, voided_for=reason, restored_at=now.isoformat()),
+        details=_details(change, **details),
     )
     return change
 

@@ -15,6 +15,7 @@ a traceback; every page carries a strict Content-Security-Policy and an ``ETag``
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import re
@@ -119,8 +120,13 @@ def _page(request: web.Request, template: str, **context: Any) -> web.Response:
     return _respond(request, render(template, **context))
 
 
-async def _guild(request: web.Request) -> tuple[Site, Guild, str]:
-    """The opted-in server the address names, and the name its pages show; else 404."""
+#: ``_page`` bound to one server: it takes a template and that page's own context
+ServerPage = Callable[..., web.Response]
+
+
+async def _guild(request: web.Request) -> tuple[Site, Guild, ServerPage]:
+    """The opted-in server the address names, else 404; and ``_page`` with what every one of
+    its pages needs, since ``base.html`` shows the server's name and links by its id."""
     site = request.app[SITE]
     guild_id = int(request.match_info["guild"])
     if guild_id > MAX_ID:
@@ -128,7 +134,8 @@ async def _guild(request: web.Request) -> tuple[Site, Guild, str]:
     guild = await site.services.read(published_guild, guild_id)
     if guild is None:
         raise PageError(404, NOT_FOUND)
-    return site, guild, site.names.guild_name(guild_id) or "This study group"
+    name = site.names.guild_name(guild_id) or "This study group"
+    return site, guild, functools.partial(_page, request, guild=guild, server=name)
 
 
 def _page_number(request: web.Request) -> int:
@@ -141,21 +148,14 @@ def _page_number(request: web.Request) -> int:
 @pages.get(rf"/g/{{guild:{ID}}}")
 @pages.get(rf"/g/{{guild:{ID}}}/")
 async def home(request: web.Request) -> web.Response:
-    site, guild, name = await _guild(request)
+    site, guild, show = await _guild(request)
     guild_map = await site.services.guild_map(guild.id)
-    return _page(
-        request,
-        "home.html",
-        guild=guild,
-        server=name,
-        periods=PERIODS,
-        today=today_quest(guild_map, guild, clock.now()),
-    )
+    return show("home.html", periods=PERIODS, today=today_quest(guild_map, guild, clock.now()))
 
 
 @pages.get(rf"/g/{{guild:{ID}}}/xp/{{period:week|month|all}}")
 async def xp_board(request: web.Request) -> web.Response:
-    site, guild, name = await _guild(request)
+    site, guild, show = await _guild(request)
     period: Board = request.match_info["period"]  # type: ignore[assignment]
     number = _page_number(request)
     board = await site.services.read(
@@ -170,30 +170,22 @@ async def xp_board(request: web.Request) -> web.Response:
     )
     if board.page != number:
         raise PageError(404, f"There is no page {number}: this board has {board.pages}.")
-    return _page(
-        request,
-        "xp_board.html",
-        guild=guild,
-        server=name,
-        board=board,
-        period=period,
-        periods=PERIODS,
-    )
+    return show("xp_board.html", board=board, period=period, periods=PERIODS)
 
 
 @pages.get(rf"/g/{{guild:{ID}}}/speed")
 async def speed_index(request: web.Request) -> web.Response:
-    site, guild, name = await _guild(request)
+    site, guild, show = await _guild(request)
     guild_map = await site.services.guild_map(guild.id)
     with_results = set(await site.services.read(speed_task_refs, guild.id))
     boards = speed_boards(guild_map, with_results)
     tasks = [(ref, title, ref in with_results) for ref, title in boards]
-    return _page(request, "speed_index.html", guild=guild, server=name, tasks=tasks)
+    return show("speed_index.html", tasks=tasks)
 
 
 @pages.get(rf"/g/{{guild:{ID}}}/speed/{{quest:{SLUG}}}/{{task:{SLUG}}}")
 async def speed_task(request: web.Request) -> web.Response:
-    site, guild, name = await _guild(request)
+    site, guild, show = await _guild(request)
     ref = str(TaskRef(request.match_info["quest"], request.match_info["task"]))
     guild_map = await site.services.guild_map(guild.id)
     try:
@@ -206,27 +198,15 @@ async def speed_task(request: web.Request) -> web.Response:
     if board.empty and not (task is not None and is_speed_ranked(task)):
         raise PageError(404, "There is no speed board for this task.")
     title = task.title if task is not None else None
-    return _page(
-        request,
-        "speed_task.html",
-        guild=guild,
-        server=name,
-        board=board,
-        ref=ref,
-        title=title,
-        svg=roofline_svg,
-    )
+    return show("speed_task.html", board=board, ref=ref, title=title, svg=roofline_svg)
 
 
 @pages.get(rf"/g/{{guild:{ID}}}/map")
 async def quest_map(request: web.Request) -> web.Response:
-    site, guild, name = await _guild(request)
+    site, guild, show = await _guild(request)
     guild_map = await site.services.guild_map(guild.id)
-    return _page(
-        request,
+    return show(
         "map.html",
-        guild=guild,
-        server=name,
         phases=guild_map.phases(),
         today=today_quest(guild_map, guild, clock.now()),
         library=site.services.content.library,
@@ -236,7 +216,7 @@ async def quest_map(request: web.Request) -> web.Response:
 
 @pages.get(rf"/g/{{guild:{ID}}}/members/{{user:{ID}}}")
 async def member(request: web.Request) -> web.Response:
-    site, guild, name = await _guild(request)
+    site, guild, show = await _guild(request)
     user_id = int(request.match_info["user"])
     guild_map = await site.services.guild_map(guild.id)
     refs = {q.id: tuple(str(TaskRef(q.id, t.id)) for t in q.tasks) for q in guild_map.quests}
@@ -251,15 +231,7 @@ async def member(request: web.Request) -> web.Response:
         (level, site.names.role_name(guild.id, role_id)) for level, role_id in data.level_roles
     ]
     titles = {ref: task.title for ref, _, task in guild_map.tasks()}
-    return _page(
-        request,
-        "member.html",
-        guild=guild,
-        server=name,
-        page=data,
-        roles=roles,
-        titles=titles,
-    )
+    return show("member.html", page=data, roles=roles, titles=titles)
 
 
 @pages.get(r"/static/{name:[a-z]+\.(?:css|svg)}")
