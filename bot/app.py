@@ -38,6 +38,7 @@ EXTENSIONS: tuple[str, ...] = (
     "bot.exts.roles",
     "bot.exts.admin",
     "bot.exts.privacy",
+    "bot.exts.solutions",
     "bot.exts.help",
     "bot.exts.stale_components",
     "bot.exts.metrics_events",

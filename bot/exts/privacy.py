@@ -1,5 +1,5 @@
-"""/privacy hide, show, export and delete: a member's own data in this server, every reply
-ephemeral.
+"""/privacy hide, show, share, export and delete: a member's own data in this server, every
+reply ephemeral.
 
 The delete confirmation's buttons are a ``DynamicItem``: the custom id carries the member and the
 moment the confirmation expires, so a click is answered the same way whether the bot restarted
@@ -24,7 +24,7 @@ from bot.db.engine import checkpoint_wal
 from bot.exts.common import bot_of, display_name, guild_id_of
 from bot.exts.error_replies import AnswersErrors
 from bot.presentation.wording import plural
-from bot.progress import privacy
+from bot.progress import privacy, solutions
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +38,22 @@ HIDDEN = (
 ALREADY_HIDDEN = "You were already hidden from the boards. `/privacy show` brings you back."
 SHOWN = "You are back on this server's leaderboards, weekly posts and charts."
 NOT_HIDDEN = "You are not hidden: you already appear on the boards."
+SHARING = (
+    "You now share your passing solutions: members who passed the same task can read one of "
+    "yours with `/solutions` (your fastest on a speed-ranked task, else your newest). "
+    "`/privacy share off` hides them again at once."
+)
+ALREADY_SHARING = "You already share your passing solutions. `/privacy share off` stops it."
+NOT_SHARING = (
+    "Your solutions are no longer shared: nobody can open them with `/solutions` from now on. "
+    "(What someone already downloaded stays with them.)"
+)
+ALREADY_PRIVATE = "Your solutions were not shared. `/privacy share on` shares them."
 NOTHING_KEPT = "The bot keeps nothing about you in this server."
 CONFIRM = (
     "**Delete your data in this server?** Nobody can undo this, moderators included.\n"
-    "• Every submission you made here is deleted: the code, its verdicts and grading records.\n"
+    "• Every submission you made here is deleted: the code, its verdicts and grading records "
+    "(solutions you shared can no longer be read).\n"
     "• Your XP history (quiz results and completions included) is unlinked from you: the ledger "
     "is append-only, so its rows stay, anonymous, and count on no leaderboard or total.\n"
     "• Your name and user id leave the bot's records of this server, and the bot takes back "
@@ -60,7 +72,7 @@ NOTHING_LEFT = "Nothing of yours is left to delete in this server."
 class Privacy(
     commands.GroupCog,
     group_name="privacy",
-    group_description="Your data in this server: hide it from the boards, export or delete it",
+    group_description="Your data in this server: hide it, share your solutions, export or delete",
 ):
     def __init__(self, bot: BrrrBot) -> None:
         self.bot = bot
@@ -86,6 +98,26 @@ class Privacy(
             privacy.show, guild_id=guild_id_of(interaction), user_id=interaction.user.id
         )
         await interaction.edit_original_response(content=SHOWN if changed else NOT_HIDDEN)
+
+    @app_commands.command(
+        name="share", description="Let members who passed a task read your passing solution"
+    )
+    @app_commands.describe(state="on: members who passed a task may read yours; off: nobody")
+    async def share(self, interaction: discord.Interaction, state: Literal["on", "off"]) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        on = state == "on"
+        changed = await self.bot.services.write(
+            solutions.set_sharing,
+            guild_id=guild_id_of(interaction),
+            user_id=interaction.user.id,
+            display_name=display_name(interaction.user),
+            on=on,
+        )
+        if on:
+            text = SHARING if changed else ALREADY_SHARING
+        else:
+            text = NOT_SHARING if changed else ALREADY_PRIVATE
+        await interaction.edit_original_response(content=text)
 
     @app_commands.command(name="export", description="Everything the bot keeps about you, as JSON")
     async def export(self, interaction: discord.Interaction) -> None:

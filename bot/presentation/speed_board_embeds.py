@@ -49,8 +49,7 @@ EXPLAINED = (
 #: marks a run submitted after its member read the task's shared solutions (``/solutions``)
 READ_MARK = "📖"
 READ_NOTE = (
-    f"{READ_MARK} submitted after reading the shared solutions: ranked below every run made "
-    "before."
+    f"{READ_MARK} submitted after reading the shared solutions: ranked below every run made before."
 )
 
 
@@ -132,8 +131,7 @@ def entry_line(entry: SpeedEntry) -> str:
     when = int(entry.achieved_at.timestamp())
     mark = f" · {READ_MARK}" if entry.after_reading else ""
     return (
-        f"{place} <@{entry.user_id}> · **{format_ratio(entry.board_ratio)}×** · <t:{when}:d>"
-        f"{mark}"
+        f"{place} <@{entry.user_id}> · **{format_ratio(entry.board_ratio)}×** · <t:{when}:d>{mark}"
     )
 
 

@@ -288,7 +288,7 @@ def _chosen(guild_id: int, task_ref: str, reader: int, speed_ranked: bool) -> Su
                     best.c.board_ratio.desc(),
                     best.c.measured_at,
                     best.c.submitted_at.desc(),
-                    best.c.member_id,
+                    best.c.submission_id.desc(),
                 )
             )
             .label("position"),
