@@ -16,10 +16,10 @@ from bot.presentation.limits import CONTENT, truncate
 from bot.presentation.safety import safe_name
 from bot.presentation.speed_board_embeds import READ_MARK, task_label
 from bot.presentation.wording import plural
-from bot.progress.solutions import SharedSolution, SolutionsPage
+from bot.progress.solutions import PAGE, SharedSolution, SolutionsPage
 from graders.base import format_ratio
 
-SENTENCE_CHARS = 220  # the bound's sentence on a line
+SENTENCE_CHARS = 200  # the bound's sentence on a line
 DEVICE_CHARS = 60
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -29,6 +29,7 @@ NOT_RACING = (
     "without reading. Your XP is not affected."
 )
 SHARE_HINT = "`/privacy share on` lets members who passed a task read your passing solution."
+SHORT_HINT = "`/privacy share on` shares yours."
 
 
 @dataclass(frozen=True)
@@ -74,19 +75,23 @@ def page_text(page: SolutionsPage, *, title: str | None, speed_ranked: bool) -> 
         f"**Solutions · {task_label(title, page.task_ref)}** · page {page.page + 1} of "
         f"{page.pages} · {plural(page.total, 'member')} sharing"
     )
-    lines = [heading, *(_line(s, page.task_ref) for s in page.solutions)]
+    footer = [SHORT_HINT]
     if speed_ranked and page.opened_at is not None:
-        lines.append(
+        footer.insert(
+            0,
             f"{READ_MARK} You first opened these <t:{int(page.opened_at.timestamp())}:R>: your "
-            "speed results on this task submitted since rank below every result made without "
-            "reading. XP is not affected."
+            "runs of this task submitted since rank below those made without reading; XP is "
+            "not affected.",
         )
-    lines.append(SHARE_HINT)
+    # each line gets an equal share of what the heading and footer leave, so none is lost
+    room = (CONTENT - len(heading) - sum(len(line) + 1 for line in footer)) // PAGE - 1
+    lines = [heading, *(truncate(_line(s), room) for s in page.solutions), *footer]
     return truncate("\n".join(lines), CONTENT)
 
 
-def _line(solution: SharedSolution, task_ref: str) -> str:
-    line = f"{solution.position}. <@{solution.user_id}> · `{attachment_name(solution, task_ref)}`"
+def _line(solution: SharedSolution) -> str:
+    """Position (the file's prefix), author, and the run's ratio and bound when ranked."""
+    line = f"{solution.position}. <@{solution.user_id}>"
     speed = solution.speed
     if speed is None:
         return f"{line} · submitted <t:{int(solution.submitted_at.timestamp())}:d>"
