@@ -16,7 +16,7 @@ from bot.presentation.limits import CONTENT, truncate
 from bot.presentation.safety import safe_name
 from bot.presentation.speed_board_embeds import READ_MARK, task_label
 from bot.presentation.wording import plural
-from bot.progress.solutions import PAGE, SharedSolution, SolutionsPage
+from bot.progress.solutions import SharedSolution, SolutionsPage
 from graders.base import format_ratio
 
 SENTENCE_CHARS = 200  # the bound's sentence on a line
@@ -83,9 +83,9 @@ def page_text(page: SolutionsPage, *, title: str | None, speed_ranked: bool) -> 
             "runs of this task submitted since rank below those made without reading; XP is "
             "not affected.",
         )
-    # each line gets an equal share of what the heading and footer leave, so none is lost
-    room = (CONTENT - len(heading) - sum(len(line) + 1 for line in footer)) // PAGE - 1
-    lines = [heading, *(truncate(_line(s), room) for s in page.solutions), *footer]
+    # the heading's, a line's and the footer's bounds keep a full page of the longest under
+    # ``CONTENT`` (tested): nothing below is cut
+    lines = [heading, *(_line(s) for s in page.solutions), *footer]
     return truncate("\n".join(lines), CONTENT)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from bot.presentation.solution_pages import attachment_name, attachments, page_text
+from bot.presentation.solution_pages import SHORT_HINT, attachment_name, attachments, page_text
 from bot.presentation.speed_board_embeds import entry_line, fastest_line
 from bot.progress.solutions import PAGE, SharedSolution, SharedSpeed, SolutionsPage
 from bot.progress.speed_results import FastestOfWeek, SpeedEntry
@@ -33,6 +33,8 @@ def test_a_page_of_the_longest_lines_fits_one_message() -> None:
     text = page_text(page, title="T" * 300, speed_ranked=True)
     assert_sendable(content=text)
     assert text.count("📖") >= PAGE  # every line carries the mark
+    assert all(f"\n{n}. <@{10**19 + n}>" in text for n in range(996, 996 + PAGE))
+    assert text.endswith(f"XP is not affected.\n{SHORT_HINT}")  # the footer is whole
     assert "page 200 of 200" in text and "<t:" in text
 
 

@@ -10,9 +10,10 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from bot.db.models import Member, SolutionRead, SpeedRecord, Submission, XpEntry
+from bot.db.models import Guild, Member, SolutionRead, SpeedRecord, Submission, XpEntry
 from bot.delivery.outcomes import settle
 from bot.progress import privacy, solutions
+from bot.progress.public import member_page
 from bot.progress.solutions import (
     ExportedRead,
     ExportedShare,
@@ -272,6 +273,12 @@ async def test_reading_is_recorded_once_and_ranks_later_results_below(world: Wor
         board = await speed_board(session, guild_id=GUILD_ID, task_ref=TASK)
         fastest = await fastest_of_week(session, guild_id=GUILD_ID, week=WEEK)
     assert marks[before] is False and marks[after] is True
+    async with world.sessions() as session:
+        guild = await session.get(Guild, GUILD_ID)
+        assert guild is not None
+        own = await member_page(session, guild=guild, user_id=1, now=T0, task_refs_by_quest={})
+    assert own is not None  # their page shows the best before reading, as the board does
+    assert [(s.board_ratio, s.after_reading) for s in own.speed] == [(1.05, False)]
     assert sum(marks.values()) == 1
     (device,) = board.devices
     assert [(e.member_id, e.board_ratio, e.after_reading) for e in device.entries] == [
