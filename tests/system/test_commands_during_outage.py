@@ -142,6 +142,8 @@ CASES = [
     Case("done", "write", _slash("done", task=EXERCISE)),
     Case("privacy hide", "write", _slash("privacy hide")),
     Case("privacy show", "write", _slash("privacy show")),
+    Case("privacy share", "write", _slash("privacy share", state="on")),
+    Case("solutions", "read", _slash("solutions", task=BUILD_TASK), "open to members who passed"),
     Case("privacy export", "read", _slash("privacy export"), "keeps nothing"),
     Case("privacy delete", "nothing", _slash("privacy delete"), "Nobody can undo this"),
     Case("token new", "write", _slash("token new")),
@@ -209,6 +211,9 @@ MEMBER_TABLES = (
     "quest_drafts",
     "api_tokens",
     "speed_results",
+    "solution_reads",
+    "solution_fingerprints",
+    "near_copies",
 )
 
 
