@@ -113,6 +113,30 @@ async def test_a_renamed_copy_by_another_member_is_flagged_once(world: World) ->
     assert set(await fingerprinted(world)) == {first, second}
 
 
+async def test_a_pass_from_before_fingerprints_is_compared_once_a_regrade_settles_it(
+    world: World,
+) -> None:
+    """A pass settled before migration 0013 has no fingerprints: a copy of it is not flagged
+    until a regrade settles the original again (as the moderators' docs say)."""
+    ada, bob = await world.member(1, "Ada"), await world.member(2, "Bob")
+    first = await submit(world, ada, ORIGINAL)
+    async with world.sessions() as session, session.begin():  # as if settled before 0013
+        await session.execute(
+            SolutionFingerprint.__table__.delete().where(SolutionFingerprint.submission_id == first)
+        )
+    second = await submit(world, bob, COPY)
+    assert await flags(world) == []
+    async with world.sessions() as session, session.begin():
+        row = await session.get(Submission, first)
+        assert row is not None
+        row.settled_at = None  # what /admin regrade does (bot.intake.regrade)
+    async with world.sessions() as session, session.begin():
+        await settle(session, first, 100, NOW, interface=INTERFACE)
+    assert set(await fingerprinted(world)) == {first, second}
+    (flag,) = await flags(world)
+    assert {flag[1], flag[3]} == {ada, bob} and flag[4] == 1.0
+
+
 async def test_the_earlier_submission_is_the_earlier_one_whichever_settles_first(
     world: World,
 ) -> None:
