@@ -4,10 +4,8 @@ line in ``/admin deliveries`` that names the submission, the member and the last
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
-import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -17,6 +15,7 @@ import pytest_asyncio
 from bot.delivery.failures import RETRIES
 from tests import timeline
 from tests.bot.conftest import World, start_world
+from tests.bot.worker_verdicts import query
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -28,11 +27,6 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
         setup = await started.slash(started.owner, "admin setup", channel=started.quests)
         await setup.original()
         yield started
-
-
-def _query(world: World, sql: str, *args: object) -> list[tuple]:
-    with contextlib.closing(sqlite3.connect(world.database, timeout=30)) as db, db:
-        return db.execute(sql, args).fetchall()
 
 
 async def _until(check: Callable[[], object], timeout: float, what: str) -> object:
@@ -52,11 +46,11 @@ async def test_nothing_failed_yet(world: World) -> None:
 async def test_a_verdict_given_up_on_is_logged_and_listed(world: World) -> None:
     learner = world.learner()
     assert (await world.submit_reply(learner)).startswith("Queued")
-    ((submission_id,),) = _query(world, "SELECT MAX(id) FROM submissions")
+    ((submission_id,),) = query(world, "SELECT MAX(id) FROM submissions")
     # A verdict nobody can read, on its last try: the bot's next pass gives up on it.
     unreadable = json.dumps({"status": "passed", "score": 1.0})
     finished = timeline.now().strftime("%Y-%m-%d %H:%M:%S.%f")
-    _query(
+    query(
         world,
         "UPDATE submissions SET status = 'passed', verdict = ?, finished_at = ?, "
         "delivery_attempts = ? WHERE id = ?",
@@ -66,7 +60,7 @@ async def test_a_verdict_given_up_on_is_logged_and_listed(world: World) -> None:
         submission_id,
     )
     await _until(
-        lambda: _query(
+        lambda: query(
             world,
             "SELECT 1 FROM submissions WHERE id = ? AND delivery_failed_at IS NOT NULL",
             submission_id,

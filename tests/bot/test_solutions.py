@@ -11,19 +11,18 @@ decided by moving it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import sqlite3
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, timedelta
+from datetime import timedelta
 
 import pytest
 import pytest_asyncio
 
 from fakediscord import Message, User
-from graders.base import SPEED_INSTRUMENT, Check, SpeedResult, Verdict
+from graders.base import SPEED_INSTRUMENT, SpeedResult
 from tests.bot.conftest import START, World, start_world
+from tests.bot.worker_verdicts import query, submit_and_pass
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -39,11 +38,6 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
         yield started
 
 
-def _query(world: World, sql: str, *args: object) -> list[tuple]:
-    with contextlib.closing(sqlite3.connect(world.database, timeout=30)) as db, db:
-        return db.execute(sql, args).fetchall()
-
-
 async def _reply(world: World, user: User, command: str, /, **options: object) -> Message:
     return await (await world.slash(user, command, **options)).original(timeout=10)
 
@@ -57,14 +51,6 @@ async def _passes(
 ) -> int:
     """``user`` submits ``code`` for ``task`` and it passes (with a speed trial of ``ratio``),
     written as a worker writes a verdict; once the bot settled it, its id."""
-    queued = await (await world.submit(user, code, task=task)).original(timeout=15)
-    assert queued.content.startswith("Queued"), queued.content
-    ((submission_id,),) = _query(
-        world,
-        "SELECT s.id FROM submissions s JOIN members m ON m.id = s.member_id "
-        "WHERE m.user_id = ? ORDER BY s.id DESC LIMIT 1",
-        user.id,
-    )
     speed = None
     if ratio is not None:
         speed = SpeedResult(
@@ -78,19 +64,11 @@ async def _passes(
             board_ratio=ratio,
             bound_sentence=SENTENCE,
         )
-    verdict = Verdict(task, "passed", 1.0, (Check("correct", True, "ok"),), "", speed=speed)
-    finished = START.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-    _query(
-        world,
-        "UPDATE submissions SET status = 'passed', score = 1.0, verdict = ?, finished_at = ? "
-        "WHERE id = ?",
-        json.dumps(verdict.to_json()),
-        finished,
-        submission_id,
+    submission_id = await submit_and_pass(
+        world, user, finished_at=START, speed=speed, task=task, code=code
     )
-    _query(world, "UPDATE grading_jobs SET status = 'done' WHERE submission_id = ?", submission_id)
     deadline = time.monotonic() + 15
-    while _query(world, "SELECT settled_at FROM submissions WHERE id = ?", submission_id) == [
+    while query(world, "SELECT settled_at FROM submissions WHERE id = ?", submission_id) == [
         (None,)
     ]:
         assert time.monotonic() < deadline, "the bot never settled the verdict"
@@ -116,7 +94,7 @@ async def test_every_wrong_ask_gets_one_clear_sentence(world: World) -> None:
     await _passes(world, asker, PLAIN_TASK, b"def matmul(a, b):\n    return a @ b  # asker\n")
     alone = await _reply(world, asker, "solutions", task=PLAIN_TASK)
     assert alone.content.startswith("Nobody who passed") and not alone.attachments
-    assert _query(world, "SELECT COUNT(*) FROM solution_reads") == [(0,)]
+    assert query(world, "SELECT COUNT(*) FROM solution_reads") == [(0,)]
 
 
 async def test_reading_a_speed_tasks_solutions_is_told_first_and_marks_later_runs(
@@ -129,12 +107,12 @@ async def test_reading_a_speed_tasks_solutions_is_told_first_and_marks_later_run
     for user in (ada, bob):
         shared = await _reply(world, user, "privacy share", state="on")
         assert shared.ephemeral and shared.content.startswith("You now share")
-    ledger = _query(world, "SELECT * FROM xp_ledger ORDER BY id")
+    ledger = query(world, "SELECT * FROM xp_ledger ORDER BY id")
 
     notice = await _reply(world, rea, "solutions", task=SPEED_TASK)
     assert notice.ephemeral and not notice.attachments
     assert "Reading is not racing" in notice.content and "2 members" in notice.content
-    assert _query(world, "SELECT COUNT(*) FROM solution_reads") == [(0,)]  # not opened yet
+    assert query(world, "SELECT COUNT(*) FROM solution_reads") == [(0,)]  # not opened yet
 
     click = await world.fake.click_button(notice, _buttons(notice)["Show the solutions"])
     page = await click.wait_for(lambda m: bool(m.attachments), timeout=15)
@@ -153,8 +131,8 @@ async def test_reading_a_speed_tasks_solutions_is_told_first_and_marks_later_run
     assert lines[3].startswith(f"2. <@{ada.id}>")
     assert str(cyd.id) not in page.content  # passed, does not share
     assert str(rea.id) not in page.content.split("\n", 1)[1]  # never their own
-    assert _query(world, "SELECT COUNT(*) FROM solution_reads") == [(1,)]
-    assert _query(world, "SELECT * FROM xp_ledger ORDER BY id") == ledger  # XP untouched
+    assert query(world, "SELECT COUNT(*) FROM solution_reads") == [(1,)]
+    assert query(world, "SELECT * FROM xp_ledger ORDER BY id") == ledger  # XP untouched
 
     # rea's faster run after reading ranks below cyd's and bob's, and is marked
     await world.at(START + timedelta(hours=1))
@@ -168,7 +146,7 @@ async def test_reading_a_speed_tasks_solutions_is_told_first_and_marks_later_run
         ["`#4` " + f"<@{rea.id}>", "**1.0×**"],  # their best made before reading
     ]
     assert "📖" not in board.embeds[0]["fields"][0]["value"]
-    assert _query(
+    assert query(
         world,
         "SELECT r.board_ratio, r.after_reading FROM speed_results r "
         "JOIN members m ON m.id = r.member_id WHERE m.user_id = ? ORDER BY r.id",

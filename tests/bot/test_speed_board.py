@@ -11,13 +11,10 @@ result is recorded at ``START`` and the week of the post is known.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
-import sqlite3
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC
 
 import pytest
 import pytest_asyncio
@@ -41,8 +38,9 @@ from bot.progress.speed_results import (
     is_speed_ranked,
 )
 from fakediscord import Message, User
-from graders.base import SPEED_INSTRUMENT, Check, SpeedResult, Verdict
+from graders.base import SPEED_INSTRUMENT, SpeedResult
 from tests.bot.conftest import START, World, start_world
+from tests.bot.worker_verdicts import query, submit_and_pass
 from tests.presentation.discord_check import assert_sendable, text_of
 from tests.support import BUILD_TASK, seed_content
 
@@ -55,11 +53,6 @@ GPU, CPU = "NVIDIA H200", "AMD EPYC 7B13"
 async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World]:
     async for started in start_world(tmp_path_factory.mktemp("speed"), workers=0, clock=True):
         yield started
-
-
-def _query(world: World, sql: str, *args: object) -> list[tuple]:
-    with contextlib.closing(sqlite3.connect(world.database, timeout=30)) as db, db:
-        return db.execute(sql, args).fetchall()
 
 
 async def _reply(world: World, user: User, command: str, /, **options: object) -> Message:
@@ -79,13 +72,6 @@ async def _passes(
     """``user`` submits (their first submission); it then passes with a speed trial (with
     ``figures``: placed on a roofline), written as a worker writes a verdict (the bot settles
     it)."""
-    queued = await (await world.submit(user, task=task)).original(timeout=15)
-    assert queued.content.startswith("Queued"), queued.content
-    ((submission_id,),) = _query(
-        world,
-        "SELECT s.id FROM submissions s JOIN members m ON m.id = s.member_id WHERE m.user_id = ?",
-        user.id,
-    )
     trial = SpeedResult(
         ratio=ratio,
         learner_s=0.02 / ratio,
@@ -97,23 +83,13 @@ async def _passes(
         board_ratio=board_ratio,
         **(figures or {}),  # type: ignore[arg-type]
     )
-    verdict = Verdict(task, "passed", 1.0, (Check("correct", True, "ok"),), "", speed=trial)
-    finished = START.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-    _query(
-        world,
-        "UPDATE submissions SET status = 'passed', score = 1.0, verdict = ?, finished_at = ? "
-        "WHERE id = ?",
-        json.dumps(verdict.to_json()),
-        finished,
-        submission_id,
-    )
-    _query(world, "UPDATE grading_jobs SET status = 'done' WHERE submission_id = ?", submission_id)
+    await submit_and_pass(world, user, finished_at=START, speed=trial, task=task)
 
 
 async def _until_recorded(world: World, count: int, timeout: float = 15) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _query(world, "SELECT COUNT(*) FROM speed_results") == [(count,)]:
+        if query(world, "SELECT COUNT(*) FROM speed_results") == [(count,)]:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"timed out waiting for {count} speed results")
@@ -137,7 +113,7 @@ async def test_speed_board_ranks_per_device_and_the_week_names_the_fastest(world
     await _until_recorded(world, 5)
     _, task = seed_content().find_task(BUILD_TASK)
     assert isinstance(task, BuildTask)
-    paid = _query(
+    paid = query(
         world,
         "SELECT m.user_id, SUM(x.amount) FROM xp_ledger x JOIN members m ON m.id = x.member_id "
         "GROUP BY m.user_id",
@@ -250,15 +226,15 @@ async def test_a_moderator_voids_a_result_the_member_is_told_once_and_restore_un
     world: World,
 ) -> None:
     fox = world.learner()
-    (recorded,) = _query(world, "SELECT COUNT(*) FROM speed_results")[0]
+    (recorded,) = query(world, "SELECT COUNT(*) FROM speed_results")[0]
     await _passes(world, fox, 99.0, GPU, 98.0)  # far ahead of everyone on the GPU
     await _until_recorded(world, recorded + 1)
-    ((submission_id,),) = _query(
+    ((submission_id,),) = query(
         world,
         "SELECT s.id FROM submissions s JOIN members m ON m.id = s.member_id WHERE m.user_id = ?",
         fox.id,
     )
-    xp_before = _query(world, "SELECT * FROM xp_ledger ORDER BY id")
+    xp_before = query(world, "SELECT * FROM xp_ledger ORDER BY id")
     board = await _reply(world, fox, "leaderboard", board="speed", task=BUILD_TASK)
     assert f"<@{fox.id}>" in board.embeds[0]["fields"][0]["value"]
 
@@ -310,8 +286,8 @@ async def test_a_moderator_voids_a_result_the_member_is_told_once_and_restore_un
     assert unknown.content.startswith("There is no submission #999999")
     told = [m for m in world.fake.dms_to(fox) if "struck your speed result" in m.content]
     assert len(told) == 1  # once, for the one void
-    assert _query(world, "SELECT * FROM xp_ledger ORDER BY id") == xp_before
-    actions = [a for (a,) in _query(world, "SELECT action FROM audit_log")]
+    assert query(world, "SELECT * FROM xp_ledger ORDER BY id") == xp_before
+    actions = [a for (a,) in query(world, "SELECT action FROM audit_log")]
     assert actions.count("speed.void") == 1 and actions.count("speed.restore") == 1
 
 

@@ -16,7 +16,6 @@ import html
 import json
 import re
 import socket
-import sqlite3
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -28,8 +27,9 @@ import pytest_asyncio
 
 from bot.presentation.board_embeds import WEB_PAGE, WEEK_ON_THE_WEB
 from fakediscord import Message, User
-from graders.base import SPEED_INSTRUMENT, Check, SpeedResult, Verdict
+from graders.base import SPEED_INSTRUMENT, SpeedResult
 from tests.bot.conftest import CORRECT, World, start_world
+from tests.bot.worker_verdicts import query, submit_and_pass
 from tests.support import BUILD_TASK
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -152,21 +152,9 @@ def _links(message: Message) -> list[str]:
     ]
 
 
-def _query(world: World, sql: str, *args: object) -> list[tuple]:
-    with contextlib.closing(sqlite3.connect(world.database, timeout=30)) as db, db:
-        return db.execute(sql, args).fetchall()
-
-
 async def _passes_with_a_speed_result(world: World, user: User) -> None:
     """``user`` submits; it passes with a speed trial, written as a worker writes a verdict;
     until the bot has recorded the result."""
-    queued = await (await world.submit(user)).original(timeout=15)
-    assert queued.content.startswith("Queued"), queued.content
-    ((submission_id,),) = _query(
-        world,
-        "SELECT s.id FROM submissions s JOIN members m ON m.id = s.member_id WHERE m.user_id = ?",
-        user.id,
-    )
     trial = SpeedResult(
         ratio=2.5,
         learner_s=0.008,
@@ -177,19 +165,9 @@ async def _passes_with_a_speed_result(world: World, user: User) -> None:
         instrument=SPEED_INSTRUMENT,
         board_ratio=2.3,
     )
-    verdict = Verdict(BUILD_TASK, "passed", 1.0, (Check("correct", True, "ok"),), "", speed=trial)
-    finished = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-    _query(
-        world,
-        "UPDATE submissions SET status = 'passed', score = 1.0, verdict = ?, finished_at = ? "
-        "WHERE id = ?",
-        json.dumps(verdict.to_json()),
-        finished,
-        submission_id,
-    )
-    _query(world, "UPDATE grading_jobs SET status = 'done' WHERE submission_id = ?", submission_id)
+    await submit_and_pass(world, user, finished_at=datetime.now(UTC), speed=trial)
     deadline = time.monotonic() + 30
-    while _query(world, "SELECT COUNT(*) FROM speed_results") != [(1,)]:
+    while query(world, "SELECT COUNT(*) FROM speed_results") != [(1,)]:
         assert time.monotonic() < deadline, "the bot never recorded the speed result"
         await asyncio.sleep(0.05)
 
