@@ -29,6 +29,7 @@ COMMANDS = [
     ["db", "upgrade"],
     ["db", "current"],
     ["db", "verify"],
+    ["db", "backfill-fingerprints"],
     ["db", "worker-role"],
     ["db", "backup"],
     ["db", "restore"],
@@ -92,6 +93,16 @@ def test_db_verify_is_clean_then_names_a_corrupted_total(tmp_path: Path) -> None
     assert f"{named} to 60 XP" in result.stdout.splitlines(), result.stdout
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().endswith("problem(s) in the database")
+
+
+def test_db_backfill_fingerprints_needs_the_newest_schema_then_reports(tmp_path: Path) -> None:
+    refused = run_cli("db", "backfill-fingerprints", cwd=tmp_path)
+    _assert_one_line_error(refused, "no schema", "run brrrbot db upgrade first")
+    assert run_cli("db", "upgrade", cwd=tmp_path).returncode == 0
+    result = run_cli("db", "backfill-fingerprints", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("fingerprinted 0 of 0 passes without fingerprints"), result
+    assert result.stdout.rstrip().endswith("0 near-copy pairs flagged")
 
 
 async def _pay_a_build(url: str) -> None:

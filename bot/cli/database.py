@@ -47,6 +47,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "is gone. Exit 0 when consistent, 1 with one line per problem.",
     )
     verify.set_defaults(handler=_cmd_db_verify)
+    backfill = db_commands.add_parser(
+        "backfill-fingerprints",
+        help="fingerprint passes settled before near-copy checks, for /admin similar",
+        description="Fingerprint every passing submission that has no fingerprints yet (those "
+        "settled before migration 0013) and flag its near-copies, as settling it would have. "
+        "Safe to run while the bot runs, and again: each pass is done once. Exit 0.",
+    )
+    backfill.set_defaults(handler=_cmd_db_backfill_fingerprints)
     role = db_commands.add_parser(
         "worker-role",
         help="create a least-privilege PostgreSQL role for remote workers",
@@ -207,4 +215,16 @@ def _cmd_db_verify(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{len(problems)} problem(s) in the database", file=sys.stderr)
         return 1
     print("database is consistent")
+    return 0
+
+
+def _cmd_db_backfill_fingerprints(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.similarity.backfill import backfill_database
+
+    done = asyncio.run(backfill_database(settings.database_url.get_secret_value()))
+    print(
+        f"fingerprinted {done.fingerprinted} of {done.examined} passes without fingerprints "
+        f"({done.short} too short to compare, {done.no_spec} without a job spec to read the "
+        f"task's functions from); {done.flagged} near-copy pairs flagged"
+    )
     return 0
