@@ -15,8 +15,10 @@ Rules:
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum, auto
 
 from sqlalchemy import exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -33,6 +35,15 @@ from bot.similarity.near_copies import record_fingerprints
 
 #: submissions read per query
 BATCH = 200
+
+
+class Found(Enum):
+    """What became of one pass."""
+
+    FINGERPRINTED = auto()
+    SHORT = auto()  # under the minimum length: none to record
+    NO_SPEC = auto()  # its job carries no spec to read the interface from
+    GONE = auto()  # deleted since it was read
 
 
 @dataclass(frozen=True)
@@ -67,13 +78,16 @@ async def backfill_database(url: str) -> Backfilled:
 
 async def backfill(sessions: async_sessionmaker[AsyncSession], *, now: datetime) -> Backfilled:
     """Fingerprint every passing submission that has none (see the rules)."""
-    done = Backfilled()
+    found: Counter[Found] = Counter()
+    flagged = 0
     after = 0
     while batch := await _unprinted(sessions, after):
         for submission_id, spec in batch:
-            done = await _one(sessions, submission_id, spec, now, done)
+            outcome, pairs = await _one(sessions, submission_id, spec, now)
+            found[outcome] += 1
+            flagged += pairs
         after = batch[-1][0]
-    return done
+    return Backfilled(found[Found.FINGERPRINTED], found[Found.SHORT], found[Found.NO_SPEC], flagged)
 
 
 async def _unprinted(
@@ -103,25 +117,20 @@ async def _unprinted(
 
 
 async def _one(
-    sessions: async_sessionmaker[AsyncSession],
-    submission_id: int,
-    stored: object,
-    now: datetime,
-    done: Backfilled,
-) -> Backfilled:
+    sessions: async_sessionmaker[AsyncSession], submission_id: int, stored: object, now: datetime
+) -> tuple[Found, int]:
+    """Fingerprint one pass; what became of it, and how many pairs it flagged."""
     spec = read_spec(stored if isinstance(stored, dict) else None)
     if isinstance(spec, UnreadableSpec):
-        return Backfilled(done.fingerprinted, done.short, done.no_spec + 1, done.flagged)
+        return Found.NO_SPEC, 0
     async with sessions() as session, session.begin():
         submission = await session.get(Submission, submission_id)
-        if submission is None:  # deleted since it was read
-            return done
+        if submission is None:
+            return Found.GONE, 0
         flagged = await record_fingerprints(
             session, submission, interface=spec.interface, passed=True, now=now
         )
         printed = await session.scalar(
             select(exists().where(SolutionFingerprint.submission_id == submission_id))
         )
-    if printed:
-        return Backfilled(done.fingerprinted + 1, done.short, done.no_spec, done.flagged + flagged)
-    return Backfilled(done.fingerprinted, done.short + 1, done.no_spec, done.flagged)
+    return (Found.FINGERPRINTED, flagged) if printed else (Found.SHORT, 0)
