@@ -97,7 +97,7 @@ def test_db_verify_is_clean_then_names_a_corrupted_total(tmp_path: Path) -> None
 
 def test_db_backfill_fingerprints_needs_the_newest_schema_then_reports(tmp_path: Path) -> None:
     refused = run_cli("db", "backfill-fingerprints", cwd=tmp_path)
-    _assert_one_line_error(refused, "no schema", "run brrrbot db upgrade first")
+    _assert_one_line_error(refused, "database is empty", "run brrrbot db upgrade first")
     assert run_cli("db", "upgrade", cwd=tmp_path).returncode == 0
     result = run_cli("db", "backfill-fingerprints", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

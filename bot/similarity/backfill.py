@@ -68,7 +68,7 @@ async def backfill_database(url: str) -> Backfilled:
         revision, head = await migrate.current(engine), migrate.head_revision()
         if revision != head:
             raise UserError(
-                f"the database is at {revision or 'no schema'}, not {head}: "
+                f"the database is {f'at {revision}' if revision else 'empty'}, not at {head}: "
                 "run brrrbot db upgrade first"
             )
         return await backfill(make_sessionmaker(engine), now=utcnow())
